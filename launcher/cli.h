@@ -1,0 +1,14 @@
+/* cli.h - subcommands of the cosched program (main.c dispatches). */
+#ifndef COSCHED_CLI_H
+#define COSCHED_CLI_H
+#include <stdio.h>
+
+int cs_cmd_run(int argc, char **argv);
+int cs_cmd_topology(int argc, char **argv);
+int cs_cmd_policies(int argc, char **argv);
+
+/* The policy search path, most specific first (see cosched(1) FILES). */
+char **cs_policy_search_path(char **extra, int nextra, int *n);
+/* <datadir>: $COSCHED_DATADIR, else the compile-time install location. */
+const char *cs_datadir(void);
+#endif

@@ -1,0 +1,315 @@
+/*
+ * cosched.h - the engine's internal interfaces.
+ *
+ * Shape of the program (see README "Design"):
+ *
+ *     CLI (main.c, run.c) --> engine (engine.c) --> policy host (policy.c, Lua)
+ *                                 |                      ^ snapshot / v plan
+ *                                 v
+ *                        control facade (control.c)
+ *               cgroup1.c | cgroup2.c | signals.c   (one ops table each)
+ *                                 |
+ *                        guardian (guardian.c): a separate process that
+ *                        restores everything if the engine dies.
+ *
+ * Lifecycle of one epoch:
+ *
+ *   epoch start: snapshot -> policy.plan() -> validated plan (steps)
+ *     step 1  |-- switch --|======= duration ========|
+ *     step 2                |-- switch --|=== duration ===| ...
+ *   a job that ends or arrives aborts the epoch; the next one starts at once.
+ *   switch = freeze leaving jobs, move cpusets, thaw entering jobs.
+ *
+ * Error convention (as in hwloc.h): functions return 0 on success, -1 on
+ * failure with a message already reported through cs_err() (or errno set where
+ * the comment says so); pointer returners return NULL.  exit() is called only
+ * from main() and before any job has started.
+ */
+#ifndef COSCHED_H
+#define COSCHED_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+#include <sys/resource.h>
+#include <hwloc.h>
+
+#define CS_POLICY_API 1
+
+/* ------------------------------------------------------------------ log */
+enum cs_loglevel { CS_LOG_ERROR, CS_LOG_WARN, CS_LOG_INFO, CS_LOG_DEBUG };
+extern int cs_verbosity;             /* messages up to this level are printed */
+void cs_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#define cs_err(...)   cs_log(CS_LOG_ERROR, __VA_ARGS__)
+#define cs_warn(...)  cs_log(CS_LOG_WARN, __VA_ARGS__)
+#define cs_info(...)  cs_log(CS_LOG_INFO, __VA_ARGS__)
+#define cs_debug(...) cs_log(CS_LOG_DEBUG, __VA_ARGS__)
+
+/* ---------------------------------------------------------------- utils */
+double cs_now(void);                                  /* CLOCK_MONOTONIC, s */
+/* Parse a duration ("1s", "250ms", "2.5", "100us"; plain number = seconds).
+ * 0 and sets *out on success; -1 if malformed. */
+int cs_parse_duration(const char *s, double *out);
+/* Parse an integer in [lo, hi]; -1 if malformed or out of range. */
+int cs_parse_long(const char *s, long lo, long hi, long *out);
+/* Write/read a small control file; -1 with errno set on failure. */
+int cs_write_file(const char *path, const char *s);
+int cs_read_file(const char *path, char *buf, size_t len);
+char *cs_strdup_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* hwloc bitmap as a list string ("0-3,8"); caller frees. */
+char *cs_bitmap_list(hwloc_const_bitmap_t b);
+
+/* ------------------------------------------------------------- topology */
+struct cs_core {
+    int index;                 /* logical index of the core */
+    hwloc_bitmap_t pus;        /* OS indexes of its hardware threads */
+    int llc;                   /* index into topo->llcs, -1 if none */
+    int numa;                  /* index into topo->numas, -1 if none */
+    int package;
+};
+
+struct cs_domain {
+    int index;
+    int os_index;              /* NUMA node number; for caches the logical index */
+    hwloc_bitmap_t cpus;       /* PUs below it */
+    uint64_t size;             /* cache size or NUMA memory, bytes (0 unknown) */
+    int depth;                 /* cache level (3 for L3), 0 for NUMA */
+};
+
+struct cs_topo {
+    hwloc_topology_t h;
+    char *source;              /* "this machine", "synthetic:...", a file name */
+    int ncores;
+    struct cs_core *cores;
+    int nllcs;
+    struct cs_domain *llcs;    /* last-level cache domains */
+    int nnumas;
+    struct cs_domain *numas;
+    int npackages;
+    int npus;
+    hwloc_bitmap_t all_pus;
+};
+
+/* spec NULL: this machine; "synthetic:DESC" or an XML file otherwise.
+ * Returns NULL after reporting why. */
+struct cs_topo *cs_topo_load(const char *spec);
+void cs_topo_free(struct cs_topo *t);
+/* Print as text (json=0) or JSON (json=1), restricted to managed (or all if NULL). */
+void cs_topo_print(const struct cs_topo *t, hwloc_const_bitmap_t managed, FILE *f, int json);
+/* Index of the core holding PU os index pu, -1 if none. */
+int cs_topo_core_of_pu(const struct cs_topo *t, int pu);
+
+/* ------------------------------------------------------------------ jobs */
+enum cs_job_state {
+    CS_JOB_WAITING,            /* not started yet (or waiting for a restart) */
+    CS_JOB_LIVE,               /* an instance is running (maybe frozen) */
+    CS_JOB_ENDED               /* finished for good */
+};
+
+struct cs_job {
+    int id;                    /* 1.. in the order given */
+    char *name;
+    char **argv;               /* NULL-terminated */
+    char *cwd;                 /* NULL: inherit */
+    int threads;               /* thread count given to the job (OMP_NUM_THREADS) */
+    int threads_explicit;      /* set by the user for this job */
+    char cls_hint;             /* 'S', 'C', 'N' or 0 */
+    int priority;              /* 0 normal; higher is more important */
+    const char *origin;        /* "job file x:3" or "command line job 2" */
+
+    /* runtime */
+    enum cs_job_state state;
+    pid_t pid;                 /* leader of the current instance; also its pgid */
+    int start_fd;              /* write end of the start pipe until released */
+    int runs_started, runs_done;
+    int last_status;           /* wait status of the last instance */
+    int failed;                /* some instance ended abnormally */
+    double t_first_start, t_end, t_instance_start;
+    double wall;               /* total wall time of all instances */
+    uint64_t cpu_ns;           /* total CPU time consumed, ns */
+    uint64_t cpu_mark;         /* backend counter at the start of the step */
+    uint64_t quanta_run, quanta_frozen;
+    double last_run_end;       /* when it last stopped running (for waiting time) */
+    double waited;             /* seconds since it last ran (0 while running) */
+    int frozen;                /* current mechanism state */
+    hwloc_bitmap_t cpus;       /* cores it is allowed on now */
+    hwloc_bitmap_t mems;       /* memory nodes now (may be empty: unchanged) */
+    int out_fd, err_fd;        /* where its output goes (-1: inherit) */
+    int out_pipe, err_pipe;    /* read ends when output is prefixed */
+    /* last step's measurements, handed to the policy */
+    double last_step_wall, last_step_cpu;
+    int last_step_ncpus;
+    void *ctl;                 /* backend private state */
+};
+
+/* Job file: see cosched(1) JOB FILES.  Returns number of jobs appended or -1
+ * after printing "file:line: ..." */
+int cs_jobfile_load(const char *path, struct cs_job ***jobs, int *njobs);
+/* Split a command line with sh-like quoting (no expansion); NULL on error with
+ * *err set to a static message. */
+char **cs_split_words(const char *s, const char **err);
+void cs_job_free(struct cs_job *j);
+
+/* ------------------------------------------------------------ mechanisms */
+struct cs_engine;
+
+/*
+ * A control backend.  Every function is called from the engine only.
+ * rescue() runs in the guardian process after the engine died, with a record
+ * that the backend itself handed to cs_guard_record() earlier.
+ */
+struct cs_control_ops {
+    const char *name;
+    /* 0 when usable here; else -1 and why holds the missing piece. */
+    int (*probe)(char *why, size_t len);
+    /* Set up per-run state (create run cgroups, reclaim leftovers). */
+    int (*init)(struct cs_engine *e);
+    /* Make the per-job container before the first instance starts. */
+    int (*job_prepare)(struct cs_engine *e, struct cs_job *j);
+    /* Put a freshly forked (not yet exec'ed) instance under control. */
+    int (*job_attach)(struct cs_engine *e, struct cs_job *j, pid_t pid);
+    /* Confine the job to cpus (and mems unless empty). */
+    int (*set_cpus)(struct cs_engine *e, struct cs_job *j,
+                    hwloc_const_bitmap_t cpus, hwloc_const_bitmap_t mems);
+    /* Stop / resume every thread of the job; wait (bounded) until done. */
+    int (*freeze)(struct cs_engine *e, struct cs_job *j);
+    int (*thaw)(struct cs_engine *e, struct cs_job *j);
+    /* CPU time used so far by the job (all instances since prepare), ns. */
+    int (*cpu_time)(struct cs_engine *e, struct cs_job *j, uint64_t *ns);
+    /* The leader of an instance was reaped with rusage ru (backends that
+     * count CPU time from /proc add it here; may be NULL in the table). */
+    void (*instance_ended)(struct cs_engine *e, struct cs_job *j, const struct rusage *ru);
+    /* Thaw, unconfine and remove the job's container (job may be live). */
+    void (*job_release)(struct cs_engine *e, struct cs_job *j);
+    /* Undo init. */
+    void (*fini)(struct cs_engine *e);
+    /* Guardian side: restore what record describes. */
+    void (*rescue)(const char *record);
+    /* Optional (NULL: call freeze() per job): freeze n jobs at once - start
+     * every freeze, then wait for all against one bound, so that the waits
+     * overlap instead of adding up (a thread must get a CPU once to stop,
+     * which takes a while on a crowded runqueue).  frozen[i] is set to 1 for
+     * each job frozen; a job that did not freeze in time is thawed back and
+     * reported, as freeze() does.  0 if all froze, else -1. */
+    int (*freeze_many)(struct cs_engine *e, struct cs_job **jobs, int n, int *frozen);
+};
+
+extern const struct cs_control_ops cs_control_cgroup1;
+extern const struct cs_control_ops cs_control_cgroup2;
+extern const struct cs_control_ops cs_control_signals;
+/* Pick by name ("auto" chooses the best usable one and says which). */
+const struct cs_control_ops *cs_control_select(const char *name);
+const struct cs_control_ops *cs_control_by_name(const char *name);
+
+/* Used by signals.c: set the affinity of every thread of every process in
+ * process group pgid; also continues the scan through the children of its
+ * members.  Returns number of tasks set, -1.  (cgroup2's affinity fallback
+ * binds the threads listed by the job's cgroup instead: cs_affinity_cgroup.) */
+int cs_affinity_pgrp(pid_t pgid, hwloc_const_bitmap_t cpus);
+/* Sum utime+stime(+cutime+cstime) of processes in pgid, ns. */
+int cs_proc_cputime_pgrp(pid_t pgid, uint64_t *ns);
+
+/* Helpers shared by the control backends and their rescue code (proc.c,
+ * cgroup2.c); not for the engine.  who ("cgroup1") prefixes messages. */
+struct cs_pstat { pid_t pid, ppid, pgrp; char state; uint64_t ticks; /* u+s+cu+cs */ };
+/* Processes of the job whose group is pgid: group members and, to a fixed
+ * point, children of members.  *out is malloc'ed. */
+int cs_proc_members(pid_t pgid, struct cs_pstat **out, size_t *n);
+int cs_proc_is_cosched(pid_t pid);            /* alive and comm "cosched" */
+int cs_proc_all_stopped(pid_t pid);           /* 1: every thread T, t, Z or X */
+hwloc_const_bitmap_t cs_proc_start_cpus(void); /* cosched's affinity at start */
+/* Bind every thread listed in dir's cgroup.threads (v2) or tasks (v1). */
+int cs_affinity_cgroup(const char *who, const char *dir, hwloc_const_bitmap_t cpus);
+/* Directory of cosched's own cgroup in the v1 hierarchy of ctl, or in
+ * cgroup2 if ctl is NULL, and that hierarchy's mount point; -1 and why. */
+int cs_cgroup_locate(const char *ctl, char *mnt, size_t mntlen, char *dir, size_t dirlen,
+                     char *why, size_t whylen);
+/* dir/file I/O: write reports "who: cannot write V to P: why" unless who is
+ * NULL; read NUL-terminates and strips the newline (returns length). */
+int cs_cg_write(const char *who, const char *dir, const char *file, const char *val);
+int cs_cg_read(const char *dir, const char *file, char *buf, size_t len);
+char *cs_cg_read_all(const char *dir, const char *file);
+int cs_cgroup_move_procs(const char *who, const char *from, const char *to);
+/* Thaw, (restore affinity,) move processes to origin, rmdir, children first. */
+int cs_cgroup_reclaim(const char *who, const char *dir, const char *origin,
+                      hwloc_const_bitmap_t restore);
+/* Reclaim every cosched_dir/<pid> whose pid is not a live cosched, warning. */
+void cs_cgroup_reclaim_leftovers(const char *who, const char *cosched_dir, const char *origin,
+                                 hwloc_const_bitmap_t restore);
+/* Guardian records: append one escaped field; split (in place) and unescape. */
+int cs_rec_add(char *rec, size_t len, const char *field);
+int cs_rec_split(char *rec, char **fields, int max);
+/* 0 if cgroup2's cpuset controller can confine jobs here; else -1 and why. */
+int cs_cgroup2_cpuset_usable(char *why, size_t len);
+
+/* --------------------------------------------------------------- guardian */
+/* Fork the guardian; it lives until cs_guard_done() or the engine's death. */
+int cs_guard_start(const struct cs_control_ops *ops);
+/* Hand a record ("what to restore") to the guardian; forget with unrecord. */
+void cs_guard_record(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void cs_guard_forget(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Normal shutdown: everything restored by the engine itself. */
+void cs_guard_done(void);
+
+/* ---------------------------------------------------------------- policy */
+struct cs_plan_job { int job; hwloc_bitmap_t cpus; hwloc_bitmap_t mems; };
+struct cs_plan_step { double duration; int njobs; struct cs_plan_job *jobs; };
+struct cs_plan { int nsteps; struct cs_plan_step *steps; };
+void cs_plan_free(struct cs_plan *p);
+
+struct cs_policy;
+/* Find name in the search path and load it. NULL after reporting. */
+struct cs_policy *cs_policy_load(const char *name, char **search, int nsearch,
+                                 char **params, int nparams);
+const char *cs_policy_name(const struct cs_policy *p);
+const char *cs_policy_file(const struct cs_policy *p);
+/* The policy's one-line description ("" if it declares none). */
+const char *cs_policy_description(const struct cs_policy *p);
+/* Bounds of every later call into the policy; 0 keeps the default: memory of
+ * its Lua state (64 MiB), instructions per call (200 million), seconds per
+ * plan() call (min(max(quantum, 0.05), 1.0)); loading and init() get
+ * max(seconds, 1.0). */
+void cs_policy_set_limits(struct cs_policy *p, size_t mem_bytes, uint64_t instructions,
+                          double seconds);
+/* Ask for a plan; 0 and *plan filled and validated, or -1 after reporting
+ * the failure (file:line) - the caller then runs its fallback plan. */
+int cs_policy_plan(struct cs_policy *p, struct cs_engine *e, struct cs_plan *plan);
+void cs_policy_free(struct cs_policy *p);
+/* List policies found in the search path: name, one-line description, file. */
+int cs_policy_list(char **search, int nsearch, FILE *f);
+
+/* ---------------------------------------------------------------- engine */
+enum cs_output_mode { CS_OUT_PREFIX, CS_OUT_FILES, CS_OUT_INHERIT };
+
+struct cs_engine {
+    /* configuration */
+    struct cs_topo *topo;
+    hwloc_bitmap_t managed;            /* PUs cosched may hand out */
+    double quantum;                    /* seconds */
+    double window;                     /* 0: run each job once */
+    const struct cs_control_ops *ctl;
+    struct cs_policy *policy;
+    int omp_env;                       /* set OMP_* for jobs */
+    enum cs_output_mode output;
+    char *output_dir;
+    FILE *trace;
+    double kill_timeout;               /* after forwarding SIGINT/SIGTERM */
+    int progress;                      /* live line on stderr */
+
+    /* jobs */
+    struct cs_job **jobs;
+    int njobs;
+
+    /* run state */
+    char *run_id;                      /* "PID" - names cgroups */
+    double t0;
+    uint64_t epoch, step_seq;
+    int nfallbacks;
+    double switch_us_total; uint64_t switches;
+    void *ctl_state;                   /* backend private */
+};
+
+int cs_engine_run(struct cs_engine *e);  /* exit status for main() */
+
+#endif

@@ -1,0 +1,772 @@
+/*
+ * engine.c - runs jobs under a policy, epoch by epoch, step by step.
+ *
+ *   start:  guardian -> backend init -> job_prepare (all jobs)
+ *           -> every job forked, attached and frozen before its exec
+ *   epoch:  snapshot -> policy plan (or the fallback plan) -> steps
+ *   step:   switch (freeze leavers, move cpusets, thaw entrants)
+ *           -> wait for the step's end, a job's end, a signal
+ *           -> measure CPU time per job, write the trace line
+ *   end:    every job released (thawed, unconfined, cgroups removed)
+ *           -> backend fini -> guardian told "done" -> summary
+ *
+ * A job that ends (or is restarted under --window) ends the epoch at once and
+ * the policy is asked again.  A policy that fails gets the fallback plan for
+ * that epoch: every live job on every managed cpu, nobody frozen.
+ *
+ * SIGINT, SIGTERM and SIGHUP are forwarded to every job (after thawing and
+ * unconfining them, since a frozen task cannot act on a signal); after
+ * --kill-timeout the stragglers get SIGKILL.  SIGKILL of cosched itself is
+ * the guardian's business (guardian.c).
+ *
+ * Exit status: 0 when every job instance exited 0; otherwise the status of the
+ * first failed job in job order (its exit code, or 128+signal).  A run ended
+ * by a signal exits 128+signal.
+ */
+#include "config.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "cosched.h"
+
+/* ------------------------------------------------------------ output */
+
+struct outbuf { int fd; FILE *to; struct cs_job *job; size_t len; char buf[4096]; };
+
+static struct outbuf *outs;
+static int nouts;
+
+static void out_flush_line(struct outbuf *o, size_t n)
+{
+    fprintf(o->to, "[%s] %.*s\n", o->job->name, (int)n, o->buf);
+    fflush(o->to);
+    memmove(o->buf, o->buf + n, o->len - n);
+    o->len -= n;
+}
+
+/* Read what a job wrote; prefix each complete line. 0 at EOF. */
+static int out_read(struct outbuf *o)
+{
+    ssize_t r = read(o->fd, o->buf + o->len, sizeof o->buf - o->len);
+    char *nl;
+
+    if (r <= 0) {
+        if (r < 0 && (errno == EAGAIN || errno == EINTR))
+            return 1;
+        if (o->len)
+            out_flush_line(o, o->len);
+        close(o->fd);
+        o->fd = -1;
+        return 0;
+    }
+    o->len += r;
+    while ((nl = memchr(o->buf, '\n', o->len)) != NULL) {
+        size_t n = nl - o->buf;
+        fprintf(o->to, "[%s] %.*s\n", o->job->name, (int)n, o->buf);
+        memmove(o->buf, nl + 1, o->len - n - 1);
+        o->len -= n + 1;
+    }
+    if (o->len == sizeof o->buf)
+        out_flush_line(o, o->len);
+    fflush(o->to);
+    return 1;
+}
+
+static void out_add(int fd, FILE *to, struct cs_job *j)
+{
+    outs = realloc(outs, (nouts + 1) * sizeof *outs);
+    outs[nouts] = (struct outbuf){ .fd = fd, .to = to, .job = j };
+    fcntl(fd, F_SETFL, O_NONBLOCK);
+    nouts++;
+}
+
+static void out_drain_all(void)
+{
+    for (int i = 0; i < nouts; i++)
+        while (outs[i].fd >= 0 && out_read(&outs[i]) > 0)
+            ;
+}
+
+/* ------------------------------------------------------------ helpers */
+
+static int nlive(const struct cs_engine *e)
+{
+    int n = 0;
+    for (int i = 0; i < e->njobs; i++)
+        n += e->jobs[i]->state == CS_JOB_LIVE;
+    return n;
+}
+
+static void trace_job_event(struct cs_engine *e, struct cs_job *j, const char *ev, int status)
+{
+    if (e->trace == NULL)
+        return;
+    fprintf(e->trace, "{\"type\":\"job\",\"event\":\"%s\",\"time\":%.6f,\"id\":%d,\"name\":\"%s\",\"instance\":%d",
+            ev, cs_now() - e->t0, j->id, j->name, j->runs_started);
+    if (j->pid > 0)
+        fprintf(e->trace, ",\"pid\":%d", (int)j->pid);
+    if (strcmp(ev, "end") == 0) {
+        if (WIFEXITED(status))
+            fprintf(e->trace, ",\"exit\":%d", WEXITSTATUS(status));
+        else if (WIFSIGNALED(status))
+            fprintf(e->trace, ",\"signal\":%d", WTERMSIG(status));
+    }
+    fprintf(e->trace, "}\n");
+    fflush(e->trace);
+}
+
+/* Open the job's output destinations before its first instance. */
+static int job_outputs(struct cs_engine *e, struct cs_job *j, int *ofd, int *efd)
+{
+    int p[2];
+
+    *ofd = *efd = -1;
+    switch (e->output) {
+    case CS_OUT_INHERIT:
+        return 0;
+    case CS_OUT_FILES: {
+        char *o = cs_strdup_printf("%s/%s.out", e->output_dir, j->name);
+        char *er = cs_strdup_printf("%s/%s.err", e->output_dir, j->name);
+        int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (j->runs_started ? O_APPEND : O_TRUNC);
+        *ofd = open(o, flags, 0644);
+        *efd = *ofd >= 0 ? open(er, flags, 0644) : -1;
+        if (*ofd < 0 || *efd < 0) {
+            cs_err("job %d (%s): cannot open %s: %s", j->id, j->name, *ofd < 0 ? o : er, strerror(errno));
+            if (*ofd >= 0)
+                close(*ofd);
+            free(o);
+            free(er);
+            return -1;
+        }
+        free(o);
+        free(er);
+        return 0;
+    }
+    case CS_OUT_PREFIX:
+        if (pipe2(p, O_CLOEXEC) < 0)
+            goto perr;
+        out_add(p[0], stdout, j);
+        *ofd = p[1];
+        if (pipe2(p, O_CLOEXEC) < 0)
+            goto perr;
+        out_add(p[0], stderr, j);
+        *efd = p[1];
+        return 0;
+    }
+    return 0;
+perr:
+    cs_err("job %d (%s): cannot create an output pipe: %s", j->id, j->name, strerror(errno));
+    if (*ofd >= 0)
+        close(*ofd);
+    return -1;
+}
+
+static void set_default_env(const char *k, const char *v, int force)
+{
+    if (force || getenv(k) == NULL)
+        setenv(k, v, 1);
+}
+
+/* In the child: become the job.  Never returns. */
+static void child_exec(struct cs_engine *e, struct cs_job *j, int gofd, int ofd, int efd)
+{
+    sigset_t none;
+    struct sched_param sp = { 0 };
+    char b[32];
+
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    for (int s = 1; s < NSIG; s++)
+        signal(s, SIG_DFL);
+    sched_setscheduler(0, SCHED_OTHER, &sp);
+    setpgid(0, 0);
+    if (ofd >= 0 && dup2(ofd, STDOUT_FILENO) < 0)
+        _exit(126);
+    if (efd >= 0 && dup2(efd, STDERR_FILENO) < 0)
+        _exit(126);
+    /* wait until the engine has put us under control */
+    while (read(gofd, b, 1) < 0 && errno == EINTR)
+        ;
+    if (e->omp_env) {
+        snprintf(b, sizeof b, "%d", j->threads);
+        set_default_env("OMP_NUM_THREADS", b, j->threads_explicit);
+        set_default_env("OMP_WAIT_POLICY", "passive", 0);
+        set_default_env("GOMP_SPINCOUNT", "0", 0);
+        set_default_env("KMP_BLOCKTIME", "0", 0);
+    }
+    snprintf(b, sizeof b, "%d", j->id);
+    setenv("COSCHED_JOB_ID", b, 1);
+    setenv("COSCHED_JOB_NAME", j->name, 1);
+    if (j->cwd && chdir(j->cwd) < 0) {
+        fprintf(stderr, "cosched: job %d (%s): cannot change to directory %s: %s\n", j->id, j->name, j->cwd,
+                strerror(errno));
+        _exit(126);
+    }
+    execvp(j->argv[0], j->argv);
+    fprintf(stderr, "cosched: job %d (%s): cannot execute %s: %s\n", j->id, j->name, j->argv[0], strerror(errno));
+    _exit(errno == ENOENT ? 127 : 126);
+}
+
+/*
+ * Start an instance: fork a child that blocks before exec, put it under
+ * control (attach, cores, frozen), then let it go.  It runs its first
+ * instruction only when the plan thaws it.
+ */
+static int start_instance(struct cs_engine *e, struct cs_job *j)
+{
+    int go[2], ofd, efd;
+    pid_t pid;
+
+    if (job_outputs(e, j, &ofd, &efd) < 0)
+        return -1;
+    if (pipe2(go, O_CLOEXEC) < 0) {
+        cs_err("job %d (%s): cannot create a pipe: %s", j->id, j->name, strerror(errno));
+        goto fail_out;
+    }
+    pid = fork();
+    if (pid < 0) {
+        cs_err("job %d (%s): cannot fork: %s", j->id, j->name, strerror(errno));
+        close(go[0]);
+        close(go[1]);
+        goto fail_out;
+    }
+    if (pid == 0) {
+        close(go[1]);
+        child_exec(e, j, go[0], ofd, efd);
+    }
+    close(go[0]);
+    if (ofd >= 0)
+        close(ofd);
+    if (efd >= 0)
+        close(efd);
+    setpgid(pid, pid);
+    j->pid = pid;
+    j->state = CS_JOB_LIVE;
+    j->runs_started++;
+    j->t_instance_start = cs_now();
+    if (j->runs_started == 1)
+        j->t_first_start = j->t_instance_start;
+    j->last_run_end = j->t_instance_start;
+
+    if (e->ctl->job_attach(e, j, pid) < 0 || e->ctl->set_cpus(e, j, e->managed, j->mems) < 0 ||
+        e->ctl->freeze(e, j) < 0) {
+        cs_err("job %d (%s): could not be put under control; it is not started", j->id, j->name);
+        kill(pid, SIGKILL);   /* still blocked before exec: nothing of the job ran */
+        close(go[1]);
+        return -1;
+    }
+    hwloc_bitmap_copy(j->cpus, e->managed);
+    j->frozen = 1;
+    if (write(go[1], "g", 1) != 1)
+        cs_warn("job %d (%s): could not release the start pipe: %s", j->id, j->name, strerror(errno));
+    close(go[1]);
+    trace_job_event(e, j, "start", 0);
+    cs_debug("job %d (%s): instance %d started as pid %d", j->id, j->name, j->runs_started, (int)pid);
+    return 0;
+
+fail_out:
+    if (ofd >= 0)
+        close(ofd);
+    if (efd >= 0)
+        close(efd);
+    return -1;
+}
+
+/* ------------------------------------------------------------ plans */
+
+static void fallback_plan(struct cs_engine *e, struct cs_plan *p)
+{
+    int n = nlive(e), k = 0;
+
+    p->nsteps = 1;
+    p->steps = calloc(1, sizeof *p->steps);
+    p->steps[0].duration = e->quantum;
+    p->steps[0].jobs = calloc(n ? n : 1, sizeof *p->steps[0].jobs);
+    for (int i = 0; i < e->njobs; i++)
+        if (e->jobs[i]->state == CS_JOB_LIVE) {
+            p->steps[0].jobs[k].job = e->jobs[i]->id;
+            p->steps[0].jobs[k].cpus = hwloc_bitmap_dup(e->managed);
+            p->steps[0].jobs[k].mems = hwloc_bitmap_alloc();
+            k++;
+        }
+    p->steps[0].njobs = k;
+}
+
+static struct cs_job *job_by_id(struct cs_engine *e, int id)
+{
+    for (int i = 0; i < e->njobs; i++)
+        if (e->jobs[i]->id == id)
+            return e->jobs[i];
+    return NULL;
+}
+
+/* ------------------------------------------------------------ switching */
+
+struct stepstate {
+    int *run;             /* per job index: runs in this step */
+    double t_start, t_plan_end, switch_us;
+    int fallback;
+};
+
+/* Apply a step.  Returns the switch cost in µs. */
+static double do_switch(struct cs_engine *e, const struct cs_plan_step *st, int *run)
+{
+    double t0 = cs_now();
+
+    for (int i = 0; i < e->njobs; i++)
+        run[i] = 0;
+    for (int k = 0; k < st->njobs; k++) {
+        struct cs_job *j = job_by_id(e, st->jobs[k].job);
+        if (j && j->state == CS_JOB_LIVE)
+            run[j->id - 1] = k + 1;
+    }
+    /* 1. freeze the jobs that leave: the cores they free are never oversubscribed */
+    for (int i = 0; i < e->njobs; i++) {
+        struct cs_job *j = e->jobs[i];
+        if (j->state == CS_JOB_LIVE && !run[i] && !j->frozen) {
+            if (e->ctl->freeze(e, j) == 0)
+                j->frozen = 1;
+        }
+    }
+    /* 2. move cores and 3. thaw the entrants */
+    for (int i = 0; i < e->njobs; i++) {
+        struct cs_job *j = e->jobs[i];
+        const struct cs_plan_job *pj;
+        if (j->state != CS_JOB_LIVE || !run[i])
+            continue;
+        pj = &st->jobs[run[i] - 1];
+        if (!hwloc_bitmap_isequal(j->cpus, pj->cpus) ||
+            (pj->mems && !hwloc_bitmap_iszero(pj->mems) && !hwloc_bitmap_isequal(j->mems, pj->mems))) {
+            if (e->ctl->set_cpus(e, j, pj->cpus, pj->mems) == 0) {
+                hwloc_bitmap_copy(j->cpus, pj->cpus);
+                if (pj->mems && !hwloc_bitmap_iszero(pj->mems))
+                    hwloc_bitmap_copy(j->mems, pj->mems);
+            }
+        }
+    }
+    for (int i = 0; i < e->njobs; i++) {
+        struct cs_job *j = e->jobs[i];
+        if (j->state == CS_JOB_LIVE && run[i] && j->frozen) {
+            if (e->ctl->thaw(e, j) == 0)
+                j->frozen = 0;
+        }
+    }
+    return (cs_now() - t0) * 1e6;
+}
+
+/* Thaw every live job and give it every managed core (shutdown, fallback). */
+static void unleash_all(struct cs_engine *e)
+{
+    for (int i = 0; i < e->njobs; i++) {
+        struct cs_job *j = e->jobs[i];
+        if (j->state != CS_JOB_LIVE)
+            continue;
+        if (!hwloc_bitmap_isequal(j->cpus, e->managed) && e->ctl->set_cpus(e, j, e->managed, NULL) == 0)
+            hwloc_bitmap_copy(j->cpus, e->managed);
+        if (j->frozen && e->ctl->thaw(e, j) == 0)
+            j->frozen = 0;
+    }
+}
+
+static void measure_begin(struct cs_engine *e)
+{
+    for (int i = 0; i < e->njobs; i++) {
+        struct cs_job *j = e->jobs[i];
+        uint64_t ns;
+        if (j->state == CS_JOB_LIVE && e->ctl->cpu_time(e, j, &ns) == 0)
+            j->cpu_mark = ns;
+    }
+}
+
+/* End of a step (complete or cut short): account and trace. */
+static void step_end(struct cs_engine *e, struct stepstate *ss, const int *was_live)
+{
+    double now = cs_now();
+    double wall = now - ss->t_start;
+
+    if (e->trace)
+        fprintf(e->trace, "{\"type\":\"step\",\"seq\":%llu,\"epoch\":%llu,\"start\":%.6f,\"end\":%.6f,"
+                          "\"planned\":%.6f,\"switch_us\":%.1f,\"fallback\":%s,\"jobs\":[",
+                (unsigned long long)e->step_seq, (unsigned long long)e->epoch, ss->t_start - e->t0, now - e->t0,
+                ss->t_plan_end - ss->t_start, ss->switch_us, ss->fallback ? "true" : "false");
+    int first = 1;
+    for (int i = 0; i < e->njobs; i++) {
+        struct cs_job *j = e->jobs[i];
+        uint64_t ns = j->cpu_mark;
+        double cpu;
+        if (!was_live[i])
+            continue;
+        if (e->ctl->cpu_time(e, j, &ns) < 0)
+            ns = j->cpu_mark;
+        cpu = ns > j->cpu_mark ? (ns - j->cpu_mark) * 1e-9 : 0.0;
+        j->cpu_ns = ns;
+        j->last_step_wall = wall;
+        j->last_step_cpu = cpu;
+        j->last_step_ncpus = hwloc_bitmap_weight(j->cpus);
+        if (ss->run[i]) {
+            j->quanta_run++;
+            j->last_run_end = now;
+        } else {
+            j->quanta_frozen++;
+        }
+        if (e->trace) {
+            char *c = cs_bitmap_list(j->cpus);
+            fprintf(e->trace, "%s{\"id\":%d,\"name\":\"%s\",\"state\":\"%s\",\"cpus\":\"%s\",\"cpu_s\":%.6f}",
+                    first ? "" : ",", j->id, j->name, ss->run[i] ? (j->frozen ? "stuck" : "run") : "frozen", c,
+                    cpu);
+            free(c);
+            first = 0;
+        }
+    }
+    if (e->trace) {
+        fprintf(e->trace, "]}\n");
+        fflush(e->trace);
+    }
+    e->switch_us_total += ss->switch_us;
+    e->switches++;
+    e->step_seq++;
+}
+
+static void progress_line(struct cs_engine *e, const int *run)
+{
+    int done = 0;
+    fprintf(stderr, "\r\033[Kcosched: %.1fs epoch %llu running:", cs_now() - e->t0, (unsigned long long)e->epoch);
+    for (int i = 0; i < e->njobs; i++) {
+        struct cs_job *j = e->jobs[i];
+        if (j->state == CS_JOB_LIVE && run[i]) {
+            char *c = cs_bitmap_list(j->cpus);
+            fprintf(stderr, " %s[%s]", j->name, c);
+            free(c);
+        }
+        done += j->runs_done;
+    }
+    fprintf(stderr, " | completed %d", done);
+    fflush(stderr);
+}
+
+/* ------------------------------------------------------------ the loop */
+
+struct runstate {
+    int sfd;
+    int stopping;             /* a signal arrived: no restarts, forward */
+    int stop_signal;
+    double kill_deadline;
+    int killed;
+    int window_closed;
+    int aborted;              /* a job could not be started: the run stops */
+};
+
+static int job_still_restartable(struct cs_engine *e, struct runstate *rs)
+{
+    return e->window > 0 && !rs->stopping && !rs->window_closed && cs_now() - e->t0 < e->window;
+}
+
+/* Reap ended instances.  Returns number of jobs whose instance ended. */
+static int reap(struct cs_engine *e, struct runstate *rs)
+{
+    int ended = 0, status;
+    struct rusage ru;
+    pid_t pid;
+
+    while ((pid = wait4(-1, &status, WNOHANG, &ru)) > 0) {
+        struct cs_job *j = NULL;
+        for (int i = 0; i < e->njobs; i++)
+            if (e->jobs[i]->state == CS_JOB_LIVE && e->jobs[i]->pid == pid)
+                j = e->jobs[i];
+        if (j == NULL) {
+            cs_debug("reaped pid %d that is no job leader", (int)pid);
+            continue;
+        }
+        ended++;
+        if (e->ctl->instance_ended)
+            e->ctl->instance_ended(e, j, &ru);
+        uint64_t ns;
+        if (e->ctl->cpu_time(e, j, &ns) == 0)
+            j->cpu_ns = ns;
+        j->wall += cs_now() - j->t_instance_start;
+        j->last_status = status;
+        int killed_by_us = (rs->window_closed && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+        int ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+        if (ok)
+            j->runs_done++;
+        else if (!killed_by_us) {
+            j->failed = 1;
+            if (WIFEXITED(status))
+                cs_warn("job %d (%s): exited with status %d", j->id, j->name, WEXITSTATUS(status));
+            else if (WIFSIGNALED(status) && !rs->stopping)
+                cs_warn("job %d (%s): killed by signal %d (%s)", j->id, j->name, WTERMSIG(status),
+                        strsignal(WTERMSIG(status)));
+        }
+        trace_job_event(e, j, "end", status);
+        j->pid = 0;
+        j->frozen = 0;
+        if (job_still_restartable(e, rs) && !(j->failed && !ok)) {
+            j->state = CS_JOB_WAITING;
+            if (start_instance(e, j) < 0) {
+                j->failed = 1;
+                j->state = CS_JOB_ENDED;
+            }
+        } else {
+            if (j->failed && !ok && e->window > 0 && !rs->stopping)
+                cs_warn("job %d (%s): not restarted after a failure", j->id, j->name);
+            j->state = CS_JOB_ENDED;
+            j->t_end = cs_now();
+        }
+    }
+    return ended;
+}
+
+static void forward_signal(struct cs_engine *e, int sig)
+{
+    unleash_all(e);
+    for (int i = 0; i < e->njobs; i++)
+        if (e->jobs[i]->state == CS_JOB_LIVE && e->jobs[i]->pid > 0)
+            killpg(e->jobs[i]->pid, sig);
+}
+
+/* Handle what signalfd delivered.  Returns 1 if jobs ended (replan). */
+static int on_signal(struct cs_engine *e, struct runstate *rs)
+{
+    struct signalfd_siginfo si;
+    int replan = 0;
+
+    while (read(rs->sfd, &si, sizeof si) == sizeof si) {
+        int sig = (int)si.ssi_signo;
+        if (sig == SIGCHLD)
+            continue;
+        if (!rs->stopping) {
+            rs->stopping = 1;
+            rs->stop_signal = sig;
+            rs->kill_deadline = cs_now() + e->kill_timeout;
+            cs_warn("received %s: forwarding it to %d job(s), SIGKILL after %.0f s", strsignal(sig), nlive(e),
+                    e->kill_timeout);
+            forward_signal(e, sig);
+        } else if (!rs->killed) {
+            cs_warn("received %s again: killing the jobs now", strsignal(sig));
+            forward_signal(e, SIGKILL);
+            rs->killed = 1;
+        }
+        replan = 1;
+    }
+    return reap(e, rs) > 0 || replan;
+}
+
+/*
+ * Wait until `until` (monotonic s), a signal or a job's end, passing job
+ * output through.  Returns 1 when the epoch must end early.
+ */
+static int wait_step(struct cs_engine *e, struct runstate *rs, double until)
+{
+    for (;;) {
+        struct pollfd pf[1 + nouts];
+        int n = 0, ms;
+        double left = until - cs_now();
+
+        if (rs->stopping) {
+            double kl = rs->kill_deadline - cs_now();
+            if (!rs->killed && kl <= 0) {
+                cs_warn("%d job(s) still running %.0f s after the signal: sending SIGKILL", nlive(e),
+                        e->kill_timeout);
+                forward_signal(e, SIGKILL);
+                rs->killed = 1;
+            }
+            left = rs->killed ? 0.1 : kl;
+        }
+        if (left <= 0)
+            return 0;
+        pf[n++] = (struct pollfd){ .fd = rs->sfd, .events = POLLIN };
+        for (int i = 0; i < nouts; i++)
+            pf[n++] = (struct pollfd){ .fd = outs[i].fd, .events = POLLIN };
+        ms = (int)ceil(left * 1000.0);
+        if (poll(pf, n, ms) < 0) {
+            if (errno == EINTR)
+                continue;
+            cs_err("poll: %s", strerror(errno));
+            return 1;
+        }
+        for (int i = 0; i < nouts; i++)
+            if (outs[i].fd >= 0 && (pf[1 + i].revents & (POLLIN | POLLHUP | POLLERR)))
+                out_read(&outs[i]);
+        if ((pf[0].revents & POLLIN) && on_signal(e, rs))
+            return 1;
+        if (rs->stopping && nlive(e) == 0)
+            return 1;
+    }
+}
+
+static void print_summary(struct cs_engine *e)
+{
+    fprintf(stderr, "\ncosched: summary (policy %s, control %s, %.1f s, %llu steps, mean switch %.0f us%s)\n",
+            cs_policy_name(e->policy), e->ctl->name, cs_now() - e->t0, (unsigned long long)e->step_seq,
+            e->switches ? e->switch_us_total / e->switches : 0.0,
+            e->nfallbacks ? ", policy fallbacks occurred" : "");
+    fprintf(stderr, "%4s %-16s %5s %8s %9s %9s %7s %7s  %s\n", "id", "name", "runs", "done", "wall_s", "cpu_s",
+            "q_run", "q_froz", "status");
+    for (int i = 0; i < e->njobs; i++) {
+        struct cs_job *j = e->jobs[i];
+        char st[48];
+        int s = j->last_status;
+        if (j->runs_started == 0)
+            snprintf(st, sizeof st, "not started");
+        else if (WIFEXITED(s))
+            snprintf(st, sizeof st, "exit %d%s", WEXITSTATUS(s), j->failed ? " (failed)" : "");
+        else if (WIFSIGNALED(s))
+            snprintf(st, sizeof st, "signal %d%s", WTERMSIG(s), j->failed ? " (failed)" : "");
+        else
+            snprintf(st, sizeof st, "?");
+        fprintf(stderr, "%4d %-16s %5d %8d %9.2f %9.2f %7llu %7llu  %s\n", j->id, j->name, j->runs_started,
+                j->runs_done, j->wall, j->cpu_ns * 1e-9, (unsigned long long)j->quanta_run,
+                (unsigned long long)j->quanta_frozen, st);
+    }
+}
+
+static int exit_status(struct cs_engine *e, struct runstate *rs)
+{
+    if (rs->aborted)
+        return 1;
+    if (rs->stopping)
+        return 128 + rs->stop_signal;
+    for (int i = 0; i < e->njobs; i++) {
+        struct cs_job *j = e->jobs[i];
+        if (!j->failed)
+            continue;
+        if (j->runs_started == 0)
+            return 1;
+        if (WIFEXITED(j->last_status))
+            return WEXITSTATUS(j->last_status) ? WEXITSTATUS(j->last_status) : 1;
+        if (WIFSIGNALED(j->last_status))
+            return 128 + WTERMSIG(j->last_status);
+        return 1;
+    }
+    return 0;
+}
+
+int cs_engine_run(struct cs_engine *e)
+{
+    struct runstate rs = { .sfd = -1 };
+    struct stepstate ss = { 0 };
+    struct cs_plan plan = { 0 };
+    int *was_live = calloc(e->njobs, sizeof *was_live);
+    int status = 1, nprepared = 0, istep = 0;
+    sigset_t set;
+
+    ss.run = calloc(e->njobs, sizeof *ss.run);
+    e->t0 = cs_now();
+    if (e->run_id == NULL)
+        e->run_id = cs_strdup_printf("%d", (int)getpid());
+
+    sigemptyset(&set);
+    sigaddset(&set, SIGCHLD);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGHUP);
+    sigprocmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    rs.sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+    if (rs.sfd < 0) {
+        cs_err("signalfd: %s", strerror(errno));
+        goto out;
+    }
+    if (cs_guard_start(e->ctl) < 0)
+        goto out;
+    if (e->ctl->init(e) < 0) {
+        cs_guard_done();
+        goto out;
+    }
+    for (int i = 0; i < e->njobs; i++) {
+        struct cs_job *j = e->jobs[i];
+        j->cpus = hwloc_bitmap_alloc();
+        j->mems = hwloc_bitmap_alloc();
+        if (e->ctl->job_prepare(e, j) < 0)
+            goto release;
+        nprepared++;
+    }
+    for (int i = 0; i < e->njobs; i++)
+        if (start_instance(e, e->jobs[i]) < 0) {
+            e->jobs[i]->failed = 1;
+            e->jobs[i]->state = CS_JOB_ENDED;
+            /* nothing of it ran; stop the others too: the run would not be what was asked */
+            rs.aborted = rs.stopping = 1;
+            forward_signal(e, SIGKILL);
+            rs.killed = 1;
+            rs.kill_deadline = cs_now();
+            break;
+        }
+
+    while (nlive(e) > 0) {
+        if (e->window > 0 && !rs.window_closed && cs_now() - e->t0 >= e->window) {
+            rs.window_closed = 1;
+            cs_info("window of %.0f s closed: stopping the running instances", e->window);
+            forward_signal(e, SIGKILL);
+        }
+        if (istep >= plan.nsteps) {
+            cs_plan_free(&plan);
+            istep = 0;
+            e->epoch++;
+            ss.fallback = 0;
+            if (rs.stopping || rs.window_closed) {
+                fallback_plan(e, &plan);
+            } else if (cs_policy_plan(e->policy, e, &plan) < 0) {
+                e->nfallbacks++;
+                ss.fallback = 1;
+                cs_warn("policy %s failed in epoch %llu: every job runs on every managed cpu this epoch",
+                        cs_policy_name(e->policy), (unsigned long long)e->epoch);
+                fallback_plan(e, &plan);
+            }
+        }
+        const struct cs_plan_step *st = &plan.steps[istep++];
+        for (int i = 0; i < e->njobs; i++)
+            was_live[i] = e->jobs[i]->state == CS_JOB_LIVE;
+        ss.switch_us = do_switch(e, st, ss.run);
+        measure_begin(e);
+        ss.t_start = cs_now();
+        ss.t_plan_end = ss.t_start + st->duration;
+        if (e->progress)
+            progress_line(e, ss.run);
+        double until = ss.t_plan_end;
+        if (e->window > 0 && !rs.window_closed && e->t0 + e->window < until)
+            until = e->t0 + e->window;
+        int cut = wait_step(e, &rs, until);
+        step_end(e, &ss, was_live);
+        if (cut) {
+            istep = plan.nsteps;   /* replan at once */
+        }
+    }
+    if (e->progress)
+        fprintf(stderr, "\n");
+    status = exit_status(e, &rs);
+
+release:
+    /* the jobs are gone (or never started): release their containers */
+    for (int i = 0; i < nprepared; i++) {
+        struct cs_job *j = e->jobs[i];
+        if (j->state == CS_JOB_LIVE && j->pid > 0) {   /* only after a failed start */
+            unleash_all(e);
+            killpg(j->pid, SIGKILL);
+            waitpid(j->pid, NULL, 0);
+            j->state = CS_JOB_ENDED;
+        }
+        e->ctl->job_release(e, j);
+    }
+    e->ctl->fini(e);
+    cs_guard_done();
+    out_drain_all();
+    if (nprepared == e->njobs)
+        print_summary(e);
+out:
+    cs_plan_free(&plan);
+    free(ss.run);
+    free(was_live);
+    if (rs.sfd >= 0)
+        close(rs.sfd);
+    return status;
+}

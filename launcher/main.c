@@ -1,0 +1,47 @@
+/*
+ * main.c - `cosched COMMAND [options]`: dispatch to the subcommands.
+ */
+#include "config.h"
+#include <stdio.h>
+#include <string.h>
+#include "cosched.h"
+#include "cli.h"
+
+static const struct {
+    const char *name;
+    int (*fn)(int, char **);
+    const char *help;
+} commands[] = {
+    { "run", cs_cmd_run, "co-schedule jobs on this node under a policy" },
+    { "topology", cs_cmd_topology, "show the node's cores, LLC domains and NUMA nodes (hwloc)" },
+    { "policies", cs_cmd_policies, "list the policies found in the policy search path" },
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: cosched COMMAND [options]   (cosched COMMAND --help for its options)\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].help);
+    fprintf(f, "\n  --version  print the version\n  --help     this text\n\nSee cosched(1) and cosched-policy(7).\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0) {
+        printf("cosched %s (policy API %d)\n", PACKAGE_VERSION, CS_POLICY_API);
+        return 0;
+    }
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (strcmp(argv[1], commands[i].name) == 0)
+            return commands[i].fn(argc - 1, argv + 1);
+    cs_err("unknown command '%s' (known: run, topology, policies; see cosched --help)", argv[1]);
+    return 2;
+}

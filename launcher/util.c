@@ -1,0 +1,118 @@
+/*
+ * util.c - the one place for number/duration parsing and small file I/O, so
+ * every option and every file format rejects bad values the same way.
+ */
+#include "config.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "cosched.h"
+
+double cs_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+int cs_parse_duration(const char *s, double *out)
+{
+    static const struct { const char *unit; double scale; } units[] = {
+        { "", 1.0 }, { "s", 1.0 }, { "ms", 1e-3 }, { "us", 1e-6 }, { "m", 60.0 }, { "min", 60.0 },
+    };
+    char *end;
+    double v;
+
+    if (s == NULL || *s == '\0')
+        return -1;
+    errno = 0;
+    v = strtod(s, &end);
+    if (errno || end == s || !isfinite(v) || v < 0)
+        return -1;
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+        if (strcmp(end, units[i].unit) == 0) {
+            *out = v * units[i].scale;
+            return 0;
+        }
+    return -1;
+}
+
+int cs_parse_long(const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    long v;
+
+    if (s == NULL || *s == '\0')
+        return -1;
+    errno = 0;
+    v = strtol(s, &end, 10);
+    if (errno || *end != '\0' || v < lo || v > hi)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int cs_write_file(const char *path, const char *s)
+{
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    ssize_t n, len = (ssize_t)strlen(s);
+    int saved;
+
+    if (fd < 0)
+        return -1;
+    n = write(fd, s, len);
+    saved = errno;
+    close(fd);
+    if (n != len) {
+        errno = n < 0 ? saved : EIO;
+        return -1;
+    }
+    return 0;
+}
+
+int cs_read_file(const char *path, char *buf, size_t len)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t n;
+    int saved;
+
+    if (fd < 0)
+        return -1;
+    n = read(fd, buf, len - 1);
+    saved = errno;
+    close(fd);
+    if (n < 0) {
+        errno = saved;
+        return -1;
+    }
+    buf[n] = '\0';
+    return (int)n;
+}
+
+char *cs_strdup_printf(const char *fmt, ...)
+{
+    va_list ap;
+    char *s;
+
+    va_start(ap, fmt);
+    if (vasprintf(&s, fmt, ap) < 0)
+        s = NULL;
+    va_end(ap);
+    if (s == NULL)
+        abort();  /* out of memory before any job is confined, or we cannot report anyway */
+    return s;
+}
+
+char *cs_bitmap_list(hwloc_const_bitmap_t b)
+{
+    char *s = NULL;
+    if (hwloc_bitmap_iszero(b))
+        return strdup("");
+    hwloc_bitmap_list_asprintf(&s, b);
+    return s;
+}

@@ -1,0 +1,217 @@
+--[==[
+cosched.cpus - CPU lists, and splitting the managed CPUs into groups that
+follow the node's topology.
+
+    local cpus = require "cosched.cpus"
+    local groups, level = cpus.split(snap, 2)      -- two halves
+    -- level: "llc", "numa", "core" or "pu": the boundaries the groups follow
+
+A CPU list is a Lua sequence of PU OS indexes (what snap.cpus and
+snap.topology.*.cpus hold).  Every function here returns fresh, plain,
+sorted tables that the caller may modify; the snapshot's own lists are
+read-only.
+
+split(snap, k [, by [, within]])
+    Split the managed CPUs (or only those in the list `within`) into k
+    contiguous groups of nearly equal size and return them with the name of
+    the level whose boundaries they follow.  `by` is "auto" (default),
+    "llc", "numa", "core" or "pu".
+      auto: the first of these that works -
+        llc   when there are at least k last-level-cache domains and cutting
+              at their boundaries gives groups within 25 % of the ideal size
+              (or no worse than the best cut between cores);
+        numa  the same with NUMA nodes;
+        core  cut between cores (hyperthreads of a core stay together);
+        pu    cut anywhere (fewer cores than k).
+      llc/numa/core: that level when it has at least k units, whatever the
+        balance; else the next finer level.  pu: plain contiguous chunks.
+    With fewer than k CPUs the result has fewer (one-CPU) groups; with no
+    CPUs, no groups.
+
+copy(list), set(list), overlap(a, b), union(a, b), minus(a, b), format(list)
+    See each function below.
+]==]
+
+local M = {}
+
+local floor, abs = math.floor, math.abs
+
+--- Plain sorted copy of a list, duplicates removed.
+function M.copy(list)
+  local seen, out = {}, {}
+  for _, c in ipairs(list) do
+    if not seen[c] then
+      seen[c] = true
+      out[#out + 1] = c
+    end
+  end
+  table.sort(out)
+  return out
+end
+
+--- { [cpu] = true } for a list.
+function M.set(list)
+  local s = {}
+  for _, c in ipairs(list) do s[c] = true end
+  return s
+end
+
+--- Number of CPUs present in both lists.
+function M.overlap(a, b)
+  local s, n = M.set(a), 0
+  for _, c in ipairs(M.copy(b)) do
+    if s[c] then n = n + 1 end
+  end
+  return n
+end
+
+--- Sorted union of two lists.
+function M.union(a, b)
+  local all = {}
+  for _, c in ipairs(a) do all[#all + 1] = c end
+  for _, c in ipairs(b) do all[#all + 1] = c end
+  return M.copy(all)
+end
+
+--- CPUs of a that are not in b, sorted.
+function M.minus(a, b)
+  local s, out = M.set(b), {}
+  for _, c in ipairs(M.copy(a)) do
+    if not s[c] then out[#out + 1] = c end
+  end
+  return out
+end
+
+--- "0-3,8,10-11" (the kernel's cpulist format).
+function M.format(list)
+  local l, parts, i = M.copy(list), {}, 1
+  while i <= #l do
+    local j = i
+    while j < #l and l[j + 1] == l[j] + 1 do j = j + 1 end
+    parts[#parts + 1] = (j > i) and (l[i] .. "-" .. l[j]) or tostring(l[i])
+    i = j + 1
+  end
+  return table.concat(parts, ",")
+end
+
+-- Units of a level, in topology order: { {cpus...}, ... }, or nil when the
+-- level does not apply (a core without that domain).
+local function units_of(snap, level, within)
+  local units, byid = {}, {}
+  if level == "pu" then
+    for _, c in ipairs(within) do units[#units + 1] = { c } end
+    return units
+  end
+  local keep = M.set(within)
+  for _, core in ipairs(snap.topology.cores) do
+    local pus = {}
+    for _, c in ipairs(core.pus) do
+      if keep[c] then pus[#pus + 1] = c end
+    end
+    if #pus > 0 then
+      local id
+      if level == "core" then
+        id = core.index
+      else
+        id = core[level]              -- core.llc or core.numa
+        if id == nil then return nil end
+      end
+      local u = byid[id]
+      if not u then
+        u = {}
+        byid[id] = u
+        units[#units + 1] = u
+      end
+      for _, c in ipairs(pus) do u[#u + 1] = c end
+    end
+  end
+  return units
+end
+
+-- Cut the sequence of units into k contiguous groups whose sizes are as close
+-- as possible to total/k (each cut at the unit boundary nearest to its ideal
+-- position).  Needs #units >= k.
+local function cut(units, k)
+  local total, prefix = 0, { [0] = 0 }
+  for i, u in ipairs(units) do
+    total = total + #u
+    prefix[i] = total
+  end
+  local n, cuts, last = #units, {}, 0
+  for g = 1, k - 1 do
+    local ideal = total * g / k
+    -- leave at least one unit for each remaining group
+    local lo, hi = last + 1, n - (k - g)
+    local best = lo
+    for i = lo, hi do
+      if abs(prefix[i] - ideal) < abs(prefix[best] - ideal) then best = i end
+    end
+    cuts[g] = best
+    last = best
+  end
+  cuts[k] = n
+  local groups, from = {}, 1
+  for g = 1, k do
+    local grp = {}
+    for i = from, cuts[g] do
+      for _, c in ipairs(units[i]) do grp[#grp + 1] = c end
+    end
+    table.sort(grp)
+    groups[g] = grp
+    from = cuts[g] + 1
+  end
+  return groups
+end
+
+-- Largest distance of a group's size from total/k, and total/k.
+local function maxdev(groups, k)
+  local total, dev = 0, 0
+  for _, g in ipairs(groups) do total = total + #g end
+  local ideal = total / k
+  for _, g in ipairs(groups) do
+    if abs(#g - ideal) > dev then dev = abs(#g - ideal) end
+  end
+  return dev, ideal
+end
+
+local order = { llc = 1, numa = 2, core = 3, pu = 4 }
+local levels = { "llc", "numa", "core", "pu" }
+
+--- See the header.
+function M.split(snap, k, by, within)
+  by = by or "auto"
+  assert(type(k) == "number" and k >= 1 and floor(k) == k,
+         "cpus.split: k must be a positive integer")
+  assert(by == "auto" or order[by], "cpus.split: by must be auto, llc, numa, core or pu")
+  within = M.copy(within or snap.cpus)
+  if #within == 0 then return {}, "pu" end
+  if #within < k then
+    local groups = {}
+    for i, c in ipairs(within) do groups[i] = { c } end
+    return groups, "pu"
+  end
+  local first = (by == "auto") and 1 or order[by]
+  local finest                            -- deviation of a cut between cores
+  for i = first, #levels do
+    local level = levels[i]
+    local units = units_of(snap, level, within)
+    if units and #units >= k and (level ~= "llc" and level ~= "numa" or #units > 1) then
+      local groups = cut(units, k)
+      if by ~= "auto" or level == "core" or level == "pu" then
+        return groups, level
+      end
+      if not finest then
+        local cores = units_of(snap, "core", within)
+        if #cores < k then cores = units_of(snap, "pu", within) end
+        finest = maxdev(cut(cores, k), k)
+      end
+      local dev, ideal = maxdev(groups, k)
+      if dev <= math.max(0.25 * ideal, finest) then
+        return groups, level
+      end
+    end
+  end
+  error("cpus.split: no split found")   -- unreachable: pu always works
+end
+
+return M

@@ -1,0 +1,139 @@
+#!/usr/bin/env bats
+# 10-cli: option and job-file checking.  Every bad input gives one message that
+# names it, exits 2 and starts nothing (checked: no job process, no cgroup).
+
+load helpers/common
+load helpers/jobs
+
+setup() {
+    cd "$BATS_TEST_TMPDIR"
+}
+
+teardown() {
+    cleanup_cosched
+}
+
+# run cosched expecting a usage error: exit 2, the message, nothing started
+refuse() {
+    local want=$1; shift
+    run "$COSCHED" "$@"
+    echo "output: $output"
+    [ "$status" -eq 2 ]
+    assert_contains "$output" "$want"
+    [ ! -e started ]
+    no_cosched_leftovers
+}
+
+@test "--version and --help" {
+    run "$COSCHED" --version
+    [ "$status" -eq 0 ]
+    assert_contains "$output" "cosched 0.1.0"
+    run "$COSCHED" --help
+    [ "$status" -eq 0 ]
+    assert_contains "$output" "topology"
+    run "$COSCHED" run --help
+    [ "$status" -eq 0 ]
+    assert_contains "$output" "--quantum DURATION"
+}
+
+@test "unknown command and unknown option" {
+    run "$COSCHED" frobnicate
+    [ "$status" -eq 2 ]
+    assert_contains "$output" "unknown command 'frobnicate'"
+    refuse "unknown option '--frob'" run --frob -- touch started
+    refuse "option --quantum needs an argument" run --quantum
+}
+
+@test "unknown policy lists the known ones" {
+    refuse "unknown policy 'tfx'" run --policy tfx -- touch started
+    assert_contains "$output" "gang"
+    assert_contains "$output" "tft"
+    assert_contains "$output" "linux"
+}
+
+@test "--quantum 0, out of range, malformed" {
+    refuse "--quantum '0': expected a duration from 10ms to 60s" run --quantum 0 -- touch started
+    refuse "--quantum '2m'" run --quantum 2m -- touch started
+    refuse "--quantum 'fast'" run --quantum fast -- touch started
+    refuse "--quantum '5ms'" run --quantum 5ms -- touch started
+}
+
+@test "a command that does not exist or is not executable" {
+    refuse "command 'no-such-command-xyz' was not found in PATH" run -- no-such-command-xyz
+    printf '#!/bin/sh\ntouch started\n' > notexec
+    refuse "command './notexec' is not executable" run -- ./notexec
+    refuse "command './missing' does not exist" run -- true ::: ./missing
+}
+
+@test "empty job file, missing job file, bad job lines report file:line" {
+    printf '# only a comment\n\n' > empty.jobs
+    refuse "empty.jobs: no jobs" run --jobs empty.jobs
+    refuse "--jobs nope.jobs: No such file or directory" run --jobs nope.jobs
+    printf 'touch started\nthreads=zero -- touch started\n' > bad.jobs
+    refuse "bad.jobs:2: threads= must be an integer from 1 to 4096" run --jobs bad.jobs
+    printf '\ncolor=red -- touch started\n' > bad2.jobs
+    refuse "bad2.jobs:2: unknown job option 'color'" run --jobs bad2.jobs
+    printf 'name=a -- touch started\nname=a -- true\n' > dup.jobs
+    refuse "dup.jobs:2: name 'a' is already used by job 1" run --jobs dup.jobs
+    printf 'echo "unterminated\n' > q.jobs
+    refuse "q.jobs:1: unterminated double quote" run --jobs q.jobs
+    printf 'class=X -- touch started\n' > c.jobs
+    refuse "c.jobs:1: class= must be S (streaming), C (cache-sensitive) or N (no contention)" run --jobs c.jobs
+    printf 'name=x --\n' > nocmd.jobs
+    refuse "nocmd.jobs:1: no command after '--'" run --jobs nocmd.jobs
+}
+
+@test "no jobs at all, empty job between :::" {
+    refuse "no jobs" run --policy gang
+    refuse "command line job 2 is empty" run -- true ::: ::: true
+}
+
+@test "more cpus or threads than managed" {
+    refuse "--cpus 0-4095: cpus" run --cpus 0-4095 -- touch started
+    refuse "--cpus 'x-y': expected a cpu list" run --cpus x-y -- touch started
+    n=$(nproc)
+    refuse "threads but only $n cpus are managed" run --threads $((n + 1)) -- touch started
+}
+
+@test "bad --control, --window, --output, --omp-env, --policy-opt" {
+    refuse "--window 'soon'" run --window soon -- touch started
+    refuse "--output '/nonexistent/dir': expected prefix, inherit or a writable directory" run --output /nonexistent/dir -- touch started
+    refuse "--omp-env 'maybe': expected on or off" run --omp-env maybe -- touch started
+    refuse "--policy-opt 'novalue': expected KEY=VALUE" run --policy-opt novalue -- touch started
+    refuse "--policy-opt" run --policy gang --policy-opt nosuchkey=1 -- touch started
+    run "$COSCHED" run --control nonsense -- touch started
+    [ "$status" -eq 2 ]
+    assert_contains "$output" "nonsense"
+    [ ! -e started ]
+}
+
+@test "bad --topology" {
+    refuse "not a valid hwloc synthetic description" run --topology synthetic:banana -- touch started
+    refuse "cannot read 'nope.xml' as an hwloc XML topology" run --topology nope.xml -- touch started
+}
+
+@test "topology: text and JSON from hwloc" {
+    run "$COSCHED" topology
+    [ "$status" -eq 0 ]
+    assert_contains "$output" "core 0:"
+    assert_contains "$output" "managed cpus:"
+    run "$COSCHED" topology --json --topology "synthetic:pack:2 l3:2 core:2 pu:2"
+    [ "$status" -eq 0 ]
+    echo "$output" | python3 -c '
+import json, sys
+t = json.load(sys.stdin)
+assert t["cores"] == 8, t["cores"]
+assert t["pus"] == 16
+assert len(t["llc_domains"]) == 4
+assert t["llc_domains"][1]["cpus"] == "4-7", t["llc_domains"][1]
+assert t["packages"] == 2
+'
+}
+
+@test "policies lists the shipped policies, one line each" {
+    run "$COSCHED" policies
+    [ "$status" -eq 0 ]
+    for p in linux gang tft; do
+        echo "$output" | grep -E "^$p[[:space:]]"
+    done
+}

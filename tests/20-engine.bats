@@ -1,0 +1,175 @@
+#!/usr/bin/env bats
+# 20-engine: the engine on real processes with the default mechanism (auto).
+# Assertions read the kernel (/proc, cgroup files); the trace is checked
+# against what /proc says where both are available.
+
+load helpers/common
+load helpers/jobs
+
+setup() {
+    cd "$BATS_TEST_TMPDIR"
+    NCPU=$(nproc)
+    ALL="0-$((NCPU - 1))"
+    [ "$NCPU" -gt 1 ] || ALL=0
+}
+
+teardown() {
+    cleanup_cosched
+}
+
+@test "jobs run to completion; the summary lists each; exit 0" {
+    run "$COSCHED" run --policy gang --quantum 100ms -- "$PROGS/spin" -c 0.2 ::: "$PROGS/spin" -c 0.2 ::: true
+    echo "$output"
+    [ "$status" -eq 0 ]
+    assert_contains "$output" "summary (policy gang"
+    [ "$(echo "$output" | grep -cE '^ +[0-9]+ (spin|spin-2|true) .*exit 0$')" -eq 3 ]
+    no_cosched_leftovers
+}
+
+@test "exit codes propagate: the first failed job's status" {
+    run "$COSCHED" run --policy tft --quantum 50ms -- "$PROGS/spin" -c 0.1 ::: "$PROGS/spin" -c 0.1 -x 3
+    echo "$output"
+    [ "$status" -eq 3 ]
+    assert_contains "$output" "job 2 (spin-2): exited with status 3"
+    assert_contains "$output" "exit 3 (failed)"
+    run "$COSCHED" run --policy gang -- sh -c 'kill -TERM $$'
+    [ "$status" -eq 143 ]
+}
+
+@test "gang: exactly one job per step on all managed cpus (trace and freezer agree)" {
+    "$COSCHED" run --policy gang --quantum 200ms --trace t.jsonl \
+        -- "$PROGS/spin" -t "$NCPU" -c 0.8 -p a.pid ::: "$PROGS/spin" -t "$NCPU" -c 0.8 -p b.pid &
+    cs=$!
+    wait_for 10 test -s a.pid
+    wait_for 10 test -s b.pid
+    a=$(cat a.pid) b=$(cat b.pid)
+    # the kernel shows one running while the other is stopped/frozen, both ways round
+    wait_for 10 job_is_held "$b" && ! job_is_held "$a"
+    wait_for 10 job_is_held "$a" && ! job_is_held "$b"
+    assert_equal "$(task_cpus "$a")" "$ALL" "cpus of job a while running"
+    wait "$cs"
+    python3 "$HELPERS/trace_check.py" t.jsonl gang "$ALL"
+    python3 "$HELPERS/trace_check.py" t.jsonl shares 0.35
+    no_cosched_leftovers
+}
+
+@test "tft: two jobs at a time, each on its half, disjoint (from /proc)" {
+    requires multicore
+    "$COSCHED" run --policy tft --quantum 200ms --trace t.jsonl \
+        -- "$PROGS/spin" -t 2 -c 1.2 -p a.pid ::: "$PROGS/spin" -t 2 -c 1.2 -p b.pid &
+    cs=$!
+    wait_for 10 test -s a.pid
+    wait_for 10 test -s b.pid
+    a=$(cat a.pid) b=$(cat b.pid)
+    ca=$(task_cpus "$a") cb=$(task_cpus "$b")
+    echo "a on $ca, b on $cb"
+    [ "$(echo "$ca" | wc -l)" -eq 1 ] && [ "$(echo "$cb" | wc -l)" -eq 1 ]
+    [ "$ca" != "$cb" ]
+    [ "$(cpulist_count "$ca")" -eq $((NCPU / 2)) ]
+    ! job_is_held "$a"
+    ! job_is_held "$b"
+    wait "$cs"
+    python3 "$HELPERS/trace_check.py" t.jsonl tft "$ALL"
+    python3 "$HELPERS/trace_check.py" t.jsonl shares 0.35
+}
+
+@test "tft with three jobs rotates fairly" {
+    requires multicore
+    run "$COSCHED" run --policy tft --quantum 100ms --trace t.jsonl \
+        -- "$PROGS/spin" -w 1.5 ::: "$PROGS/spin" -w 1.5 ::: "$PROGS/spin" -w 1.5
+    [ "$status" -eq 0 ]
+    python3 "$HELPERS/trace_check.py" t.jsonl tft "$ALL"
+    python3 "$HELPERS/trace_check.py" t.jsonl fair 2
+}
+
+@test "linux: every job on every managed cpu, never frozen" {
+    run "$COSCHED" run --policy linux --quantum 100ms --trace t.jsonl -- "$PROGS/spin" -c 0.3 ::: "$PROGS/spin" -c 0.3
+    [ "$status" -eq 0 ]
+    python3 "$HELPERS/trace_check.py" t.jsonl linux "$ALL"
+}
+
+@test "threads created late and child processes stay confined" {
+    requires multicore
+    "$COSCHED" run --policy tft --quantum 100ms \
+        -- "$PROGS/spin" -t 1 -L 0.5 -T a.tids -p a.pid -w 3 ::: "$PROGS/spin" -f 2 -p b.pid -w 3 &
+    cs=$!
+    wait_for 10 test -s a.pid
+    wait_for 10 test -s b.pid
+    a=$(cat a.pid) b=$(cat b.pid)
+    # the late thread appears, and it is confined like the first
+    wait_for 10 test "$(wc -l < a.tids)" -ge 2
+    wait_for 5 test "$(task_cpus "$a" | wc -l)" -eq 1
+    [ "$(cpulist_count "$(task_cpus "$a")")" -eq $((NCPU / 2)) ]
+    # b's children: same cpus as b, frozen when b is frozen
+    kids=$(pgrep -P "$b")
+    [ "$(echo "$kids" | wc -w)" -eq 2 ]
+    for k in $kids; do
+        wait_for 5 test "$(task_cpus "$k")" = "$(task_cpus "$b")"
+    done
+    kill -TERM "$cs"
+    wait "$cs" || true
+    no_cosched_leftovers
+}
+
+@test "--window restarts jobs and counts completions" {
+    run "$COSCHED" run --policy gang --quantum 50ms --window 2 --trace t.jsonl \
+        -- "$PROGS/spin" -c 0.05 ::: "$PROGS/spin" -c 0.05
+    echo "$output"
+    [ "$status" -eq 0 ]
+    # each job completed several times
+    for name in spin spin-2; do
+        done=$(echo "$output" | awk -v n="$name" '$2 == n {print $4}')
+        [ "$done" -ge 3 ]
+    done
+    [ "$(grep -c '"event":"start"' t.jsonl)" -ge 6 ]
+}
+
+@test "output: prefixed lines, files, inherit" {
+    run "$COSCHED" run --policy linux -- sh -c 'echo hello; echo oops >&2' ::: echo world
+    [ "$status" -eq 0 ]
+    assert_contains "$output" "[sh] hello"
+    assert_contains "$output" "[sh] oops"
+    assert_contains "$output" "[echo] world"
+    mkdir outdir
+    run "$COSCHED" run --policy linux --output outdir -- sh -c 'echo to-file; echo err-file >&2'
+    [ "$status" -eq 0 ]
+    assert_equal "$(cat outdir/sh.out)" "to-file"
+    assert_equal "$(cat outdir/sh.err)" "err-file"
+    run "$COSCHED" run --policy linux --output inherit -- echo plain
+    assert_contains "$output" "plain"
+    ! echo "$output" | grep -q '\[echo\] plain'
+}
+
+@test "job file options: name, threads, cwd reach the job" {
+    mkdir wd
+    cat > j.jobs <<'JOBS'
+# two jobs
+name=first threads=1 cwd=wd -- sh -c 'echo "$COSCHED_JOB_NAME $OMP_NUM_THREADS $(basename $PWD)"'
+
+name=second -- sh -c 'echo "$COSCHED_JOB_ID $OMP_NUM_THREADS $OMP_WAIT_POLICY $GOMP_SPINCOUNT $KMP_BLOCKTIME"'
+JOBS
+    run "$COSCHED" run --policy gang --jobs j.jobs
+    echo "$output"
+    [ "$status" -eq 0 ]
+    assert_contains "$output" "[first] first 1 wd"
+    assert_contains "$output" "[second] 2 $(nproc) passive 0 0"
+}
+
+@test "OpenMP environment: user's settings win, --omp-env off leaves it alone" {
+    OMP_NUM_THREADS=7 OMP_WAIT_POLICY=active run "$COSCHED" run --policy linux -- sh -c 'echo "n=$OMP_NUM_THREADS w=$OMP_WAIT_POLICY"'
+    assert_contains "$output" "[sh] n=7 w=active"
+    run env -u OMP_NUM_THREADS -u OMP_WAIT_POLICY "$COSCHED" run --policy linux --omp-env off -- sh -c 'echo "n=${OMP_NUM_THREADS-unset} w=${OMP_WAIT_POLICY-unset}"'
+    assert_contains "$output" "[sh] n=unset w=unset"
+}
+
+@test "a job ending mid-quantum ends the epoch at once" {
+    run "$COSCHED" run --policy gang --quantum 5s --trace t.jsonl -- "$PROGS/spin" -c 0.2 ::: "$PROGS/spin" -c 0.2
+    [ "$status" -eq 0 ]
+    # two 5 s quanta would take 10 s; the run ends with the jobs
+    python3 - t.jsonl <<'PY'
+import json, sys
+steps = [json.loads(l) for l in open(sys.argv[1]) if '"type":"step"' in l]
+assert steps[-1]["end"] < 4.0, steps[-1]
+assert any(s["end"] - s["start"] < s["planned"] * 0.5 for s in steps), steps
+PY
+}

@@ -1,0 +1,107 @@
+#!/usr/bin/env bats
+# 30-mechanisms: every control backend this machine has, on real processes.
+# The same scenario runs under cgroup1, cgroup2 and signals; each test skips
+# with the reason when the backend is not available here.
+
+load helpers/common
+load helpers/jobs
+
+setup() {
+    cd "$BATS_TEST_TMPDIR"
+    NCPU=$(nproc)
+    ALL="0-$((NCPU - 1))"
+}
+
+teardown() {
+    cleanup_cosched
+}
+
+# Gang under backend $1: one job held while the other runs, both ways round,
+# with the kernel's view of the mechanism; CPU shares from the trace.
+gang_scenario() {
+    local be=$1
+    backend_available "$be" || skip "backend $be not available here (needs root and its cgroup mount)"
+    "$COSCHED" run --control "$be" --policy gang --quantum 200ms --trace t.jsonl \
+        -- "$PROGS/spin" -t 2 -c 1.0 -p a.pid ::: "$PROGS/spin" -t 2 -c 1.0 -p b.pid 2> err &
+    cs=$!
+    wait_for 10 test -s a.pid
+    wait_for 10 test -s b.pid
+    a=$(cat a.pid) b=$(cat b.pid)
+    wait_for 10 job_is_held "$a"
+    ! job_is_held "$b"
+    wait_for 10 job_is_held "$b"
+    ! job_is_held "$a"
+    case $be in
+    cgroup1)
+        wait_for 5 test "$(freezer_state_of "$b")" = FROZEN
+        grep -q "cosched/$cs/job" "/proc/$a/cgroup" ;;
+    cgroup2)
+        grep -q "^0::.*cosched/$cs/job" "/proc/$a/cgroup" ;;
+    signals)
+        wait_for 5 all_threads_state "$b" T ;;
+    esac
+    wait "$cs"
+    cat err
+    assert_contains "$(cat err)" "control $be"
+    python3 "$HELPERS/trace_check.py" t.jsonl gang "$ALL"
+    python3 "$HELPERS/trace_check.py" t.jsonl shares 0.35
+    no_cosched_leftovers
+}
+
+tft_scenario() {
+    local be=$1
+    backend_available "$be" || skip "backend $be not available here (needs root and its cgroup mount)"
+    requires multicore
+    "$COSCHED" run --control "$be" --policy tft --quantum 200ms --trace t.jsonl \
+        -- "$PROGS/spin" -t 2 -c 1.0 -p a.pid ::: "$PROGS/spin" -t 2 -c 1.0 -p b.pid 2> err &
+    cs=$!
+    wait_for 10 test -s a.pid
+    wait_for 10 test -s b.pid
+    a=$(cat a.pid) b=$(cat b.pid)
+    ca=$(task_cpus "$a") cb=$(task_cpus "$b")
+    [ "$(echo "$ca" | wc -l)" -eq 1 ] && [ "$(echo "$cb" | wc -l)" -eq 1 ]
+    [ "$ca" != "$cb" ]
+    if [ "$be" = cgroup1 ]; then
+        cg=$(awk -F: '$2 == "cpuset" {print $3}' "/proc/$a/cgroup")
+        check_cgroup_value "/sys/fs/cgroup/cpuset$cg/cpuset.cpus" "$ca"
+    fi
+    wait "$cs"
+    python3 "$HELPERS/trace_check.py" t.jsonl tft "$ALL"
+    no_cosched_leftovers
+}
+
+@test "cgroup1: gang freezes exactly one job at a time" { gang_scenario cgroup1; }
+@test "cgroup1: tft cpusets are the halves" { tft_scenario cgroup1; }
+@test "cgroup2: gang freezes exactly one job at a time" { gang_scenario cgroup2; }
+@test "cgroup2: tft halves (cpuset or affinity fallback)" { tft_scenario cgroup2; }
+@test "signals: gang stops exactly one job at a time" { gang_scenario signals; }
+@test "signals: tft affinity halves" { tft_scenario signals; }
+
+@test "auto names the backend it chose and why" {
+    run "$COSCHED" run --policy linux -- true
+    [ "$status" -eq 0 ]
+    assert_contains "$output" "control: "
+}
+
+@test "cgroup2 without the cpuset controller says what it falls back to" {
+    backend_available cgroup2 || skip "no cgroup2 mount here"
+    m=$(cgroup2_mount)
+    grep -qw cpuset "$m/cgroup.controllers" && skip "cgroup2 here has the cpuset controller"
+    run "$COSCHED" run --control cgroup2 --policy linux -- true
+    [ "$status" -eq 0 ]
+    assert_contains "$output" "sched_setaffinity"
+}
+
+@test "a non-root user cannot use cgroup1 and is told which backend works" {
+    requires root
+    id nobody >/dev/null 2>&1 || skip "no user nobody"
+    [ -d /sys/fs/cgroup/freezer ] || skip "no cgroup v1 freezer"
+    chmod 755 "$BATS_TEST_TMPDIR"
+    run runuser -u nobody -- "$COSCHED" run --control cgroup1 --policy linux -- true
+    echo "$output"
+    [ "$status" -ne 0 ]
+    assert_contains "$output" "signals"
+    run runuser -u nobody -- "$COSCHED" run --policy gang --quantum 50ms -- true ::: true
+    echo "$output"
+    [ "$status" -eq 0 ]
+}

@@ -1,0 +1,168 @@
+#!/usr/bin/env bats
+# 40-cleanup: nothing is ever left frozen or confined - normal end, SIGINT and
+# SIGTERM, a job that ignores SIGTERM, SIGKILL of cosched (the guardian), a
+# failing policy, and cgroups left by an earlier crashed run.
+
+load helpers/common
+load helpers/jobs
+
+setup() {
+    cd "$BATS_TEST_TMPDIR"
+    NCPU=$(nproc)
+    ALL="0-$((NCPU - 1))"
+}
+
+teardown() {
+    cleanup_cosched
+}
+
+start_two() {  # start cosched with two long spin jobs under gang, backend $1
+    "$COSCHED" run --control "$1" --policy gang --quantum 300ms --kill-timeout "${KT:-5s}" \
+        -- "$PROGS/spin" -t 2 -p a.pid $EXTRA ::: "$PROGS/spin" -t 2 -p b.pid $EXTRA 2> err &
+    cs=$!
+    echo "$cs" > cosched.pid
+    wait_for 10 test -s a.pid
+    wait_for 10 test -s b.pid
+    a=$(cat a.pid) b=$(cat b.pid)
+}
+
+# kill -9 cosched while one job is held; within a second everything is thawed,
+# unconfined and the cgroups are gone; the jobs go on running.
+guardian_scenario() {
+    local be=$1
+    backend_available "$be" || skip "backend $be not available here"
+    start_two "$be"
+    wait_for 10 job_is_held "$b"
+    kill -KILL "$cs"
+    wait "$cs" 2>/dev/null || true
+    wait_for 1 job_is_free "$b"
+    for p in "$a" "$b"; do
+        [ -d "/proc/$p" ]
+        wait_for 1 test "$(task_cpus "$p")" = "$ALL"
+        ! job_is_held "$p"
+    done
+    wait_for 1 no_cosched_leftovers
+    kill -KILL "$a" "$b"
+}
+
+@test "guardian: cosched killed with SIGKILL (cgroup1)" { guardian_scenario cgroup1; }
+@test "guardian: cosched killed with SIGKILL (cgroup2)" { guardian_scenario cgroup2; }
+@test "guardian: cosched killed with SIGKILL (signals)" { guardian_scenario signals; }
+
+signal_scenario() {
+    local be=$1 sig=$2
+    backend_available "$be" || skip "backend $be not available here"
+    start_two "$be"
+    wait_for 10 job_is_held "$b"
+    kill -"$sig" "$cs"
+    run wait "$cs"
+    [ "$status" -eq $((128 + $(kill -l "$sig"))) ]
+    assert_contains "$(cat err)" "forwarding it to 2 job(s)"
+    ! [ -d "/proc/$a" ] || [ "$(proc_state "$a")" = Z ]
+    ! [ -d "/proc/$b" ] || [ "$(proc_state "$b")" = Z ]
+    no_cosched_leftovers
+}
+
+@test "SIGTERM is forwarded to held jobs too (cgroup1)" { signal_scenario cgroup1 TERM; }
+@test "SIGINT is forwarded (signals)" { signal_scenario signals INT; }
+@test "SIGTERM is forwarded (cgroup2)" { signal_scenario cgroup2 TERM; }
+
+@test "a job that ignores SIGTERM is killed after --kill-timeout" {
+    be=signals
+    backend_available cgroup1 && be=cgroup1
+    KT=300ms EXTRA=-i start_two "$be"
+    kill -TERM "$cs"
+    run wait "$cs"
+    [ "$status" -eq 143 ]
+    assert_contains "$(cat err)" "sending SIGKILL"
+    no_cosched_leftovers
+}
+
+@test "a policy that fails falls back to running every job everywhere" {
+    mkdir pol
+    cat > pol/flaky.lua <<'LUA'
+-- fails from the third epoch on
+local n = 0
+return { api = 1, name = "flaky", description = "fails on purpose",
+  plan = function(snap)
+    n = n + 1
+    if n >= 3 then error("broken on purpose") end
+    return { { jobs = { { id = snap.jobs[1].id, cpus = snap.cpus } } } }
+  end }
+LUA
+    run "$COSCHED" run --policy-path pol --policy flaky --quantum 50ms --trace t.jsonl \
+        -- "$PROGS/spin" -c 0.3 ::: "$PROGS/spin" -c 0.3
+    echo "$output"
+    [ "$status" -eq 0 ]
+    assert_contains "$output" "flaky.lua:6: broken on purpose"
+    assert_contains "$output" "every job runs on every managed cpu"
+    grep -q '"fallback":true' t.jsonl
+    no_cosched_leftovers
+}
+
+@test "a policy that loops forever is stopped; jobs keep running" {
+    mkdir pol
+    printf 'return { api = 1, name = "spinny", description = "x", plan = function(s) while true do end end }\n' > pol/spinny.lua
+    run "$COSCHED" run --policy-path pol --policy spinny --quantum 50ms -- "$PROGS/spin" -c 0.2
+    echo "$output"
+    [ "$status" -eq 0 ]
+    assert_contains "$output" "time limit"
+    no_cosched_leftovers
+}
+
+@test "a policy returning an invalid plan is refused with what was wrong" {
+    mkdir pol
+    cat > pol/overlap.lua <<'LUA'
+return { api = 1, name = "overlap", description = "x", plan = function(snap)
+  local jobs = {}
+  for _, j in ipairs(snap.jobs) do jobs[#jobs + 1] = { id = j.id, cpus = { snap.cpus[1] } } end
+  return { { jobs = jobs } }
+end }
+LUA
+    run "$COSCHED" run --policy-path pol --policy overlap --quantum 50ms -- "$PROGS/spin" -c 0.2 ::: "$PROGS/spin" -c 0.2
+    echo "$output"
+    [ "$status" -eq 0 ]
+    assert_contains "$output" "overlap.lua"
+    assert_contains "$output" "cpu ${ALL%%-*}"
+    no_cosched_leftovers
+}
+
+@test "cgroups left by a crashed run are reclaimed, with a warning, never reused" {
+    requires root
+    backend_available cgroup1 || skip "no cgroup v1 here"
+    # fake a crashed run: a frozen process in cosched's groups of a dead pid
+    dead=4000000
+    while [ -d /proc/$dead ]; do dead=$((dead + 1)); done
+    fz=/sys/fs/cgroup/freezer/cosched/$dead/job1
+    cp=/sys/fs/cgroup/cpuset/cosched/$dead/job1
+    mkdir -p "$fz" "$cp"
+    cat /sys/fs/cgroup/cpuset/cpuset.mems > /sys/fs/cgroup/cpuset/cosched/$dead/cpuset.mems
+    cat /sys/fs/cgroup/cpuset/cpuset.cpus > /sys/fs/cgroup/cpuset/cosched/$dead/cpuset.cpus
+    cat /sys/fs/cgroup/cpuset/cpuset.mems > "$cp/cpuset.mems"
+    echo 0 > "$cp/cpuset.cpus"
+    "$PROGS/spin" -p orphan.pid &
+    orphan=$!
+    wait_for 5 test -s orphan.pid
+    echo "$orphan" > "$cp/cgroup.procs"
+    echo "$orphan" > "$fz/cgroup.procs"
+    echo FROZEN > "$fz/freezer.state"
+    wait_for 5 test "$(cat "$fz/freezer.state")" = FROZEN
+    run "$COSCHED" run --control cgroup1 --policy linux -- true
+    echo "$output"
+    [ "$status" -eq 0 ]
+    assert_contains "$output" "cosched/$dead"
+    [ ! -d "/sys/fs/cgroup/freezer/cosched/$dead" ]
+    [ ! -d "/sys/fs/cgroup/cpuset/cosched/$dead" ]
+    wait_for 2 test "$(proc_state "$orphan")" != D
+    [ "$(freezer_state_of "$orphan")" != FROZEN ]
+    assert_equal "$(task_cpus "$orphan")" "$ALL"
+    kill -KILL "$orphan"
+}
+
+@test "a job that cannot be started stops the run and cleans up" {
+    printf '#!/bin/sh\nexit 0\n' > ok.sh; chmod +x ok.sh
+    # the command vanishes between the check and the start: exec fails in the child
+    run "$COSCHED" run --policy gang -- ./ok.sh ::: sh -c 'exit 127'
+    [ "$status" -eq 127 ]
+    no_cosched_leftovers
+}

@@ -1,0 +1,39 @@
+# jobs.bash - helpers about jobs under cosched control (sourced after common.bash)
+
+HELPERS=${COSCHED_SRCDIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}/tests/helpers
+
+# Number of cpus in a list such as 0-3,8
+cpulist_count() {
+    python3 -c '
+import sys
+n = 0
+for p in filter(None, sys.argv[1].split(",")):
+    a, _, b = p.partition("-")
+    n += int(b or a) - int(a) + 1
+print(n)' "$1"
+}
+
+# True when the job whose leader is PID is held: its v1 freezer FROZEN, its
+# cgroup2 frozen, or every thread stopped (T) - whatever mechanism holds it.
+job_is_held() {
+    local pid=$1 fs
+    fs=$(freezer_state_of "$pid")
+    [ "$fs" = FROZEN ] && return 0
+    [ "$(cgroup2_frozen_of "$pid")" = 1 ] && return 0
+    all_threads_state "$pid" T
+}
+
+# Which mechanisms this machine offers, for per-backend tests
+backend_available() {
+    case $1 in
+    cgroup1) [ "$(id -u)" -eq 0 ] && [ -d /sys/fs/cgroup/freezer ] && [ -d /sys/fs/cgroup/cpuset ] ;;
+    cgroup2) [ "$(id -u)" -eq 0 ] && [ -n "$(cgroup2_mount)" ] ;;
+    signals) return 0 ;;
+    esac
+}
+
+cgroup2_mount() {
+    awk '{ for (i = 7; i <= NF; i++) if ($i == "-") { if ($(i + 1) == "cgroup2") { print $5; exit } break } }' /proc/self/mountinfo
+}
+
+job_is_free() { ! job_is_held "$1"; }

@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+"""trace_check.py - assertions over a cosched --trace file (JSON lines).
+
+    trace_check.py TRACE gang  CPUS          every step runs exactly one job, on all of CPUS
+    trace_check.py TRACE tft   CPUS          every step runs at most two jobs, disjoint halves of CPUS
+                                             (exactly two whenever two or more jobs were live)
+    trace_check.py TRACE linux CPUS          every live job runs on all of CPUS in every step
+    trace_check.py TRACE shares TOL          in full steps, a running job used >= (1-TOL) of
+                                             min(ncpus, threads) x duration ... see below; frozen jobs ~0
+    trace_check.py TRACE fair MAXDIFF        quanta run per job differ by at most MAXDIFF
+    trace_check.py TRACE steps               print the number of steps
+
+CPUS is a list like 0-1.  Exit 1 with a message naming the step on failure.
+Steps cut short by a job's end (end-start < 0.9 planned) are skipped by
+'shares'; the first step of a job (start-up) is skipped too.
+"""
+import json
+import sys
+
+
+def cpulist(s):
+    out = set()
+    for part in filter(None, s.split(",")):
+        if "-" in part:
+            a, b = part.split("-")
+            out.update(range(int(a), int(b) + 1))
+        else:
+            out.add(int(part))
+    return out
+
+
+def fail(msg):
+    print("trace_check: " + msg, file=sys.stderr)
+    sys.exit(1)
+
+
+def main():
+    path, what = sys.argv[1], sys.argv[2]
+    arg = sys.argv[3] if len(sys.argv) > 3 else None
+    steps = []
+    with open(path) as f:
+        for n, line in enumerate(f, 1):
+            try:
+                obj = json.loads(line)
+            except ValueError as e:
+                fail("%s:%d: not JSON: %s" % (path, n, e))
+            if obj.get("type") == "step":
+                steps.append(obj)
+    if not steps:
+        fail("no steps in " + path)
+    if what == "steps":
+        print(len(steps))
+        return
+    if what in ("gang", "tft", "linux"):
+        cpus = cpulist(arg)
+        for s in steps:
+            if s["fallback"]:
+                fail("step %d: fallback plan" % s["seq"])
+            running = [j for j in s["jobs"] if j["state"] == "run"]
+            if what == "gang":
+                if len(running) != 1:
+                    fail("step %d: %d jobs running, want 1: %s" % (s["seq"], len(running), s["jobs"]))
+                if cpulist(running[0]["cpus"]) != cpus:
+                    fail("step %d: job %d on %s, want %s" % (s["seq"], running[0]["id"], running[0]["cpus"], arg))
+            elif what == "linux":
+                for j in s["jobs"]:
+                    if j["state"] != "run" or cpulist(j["cpus"]) != cpus:
+                        fail("step %d: job %d %s on %s" % (s["seq"], j["id"], j["state"], j["cpus"]))
+            else:
+                live = len(s["jobs"])
+                want = 1 if live == 1 else 2
+                if len(running) != want:
+                    fail("step %d: %d jobs running of %d live, want %d" % (s["seq"], len(running), live, want))
+                if want == 2:
+                    a, b = (cpulist(j["cpus"]) for j in running)
+                    if a & b:
+                        fail("step %d: halves overlap: %s" % (s["seq"], running))
+                    if a | b != cpus or abs(len(a) - len(b)) > 1:
+                        fail("step %d: not two halves of %s: %s" % (s["seq"], arg, running))
+        return
+    if what == "shares":
+        tol = float(arg)
+        seen = set()
+        checked = 0
+        for s in steps:
+            dur = s["end"] - s["start"]
+            full = dur >= 0.9 * s["planned"]
+            for j in s["jobs"]:
+                first = j["id"] not in seen
+                seen.add(j["id"])
+                if not full or first:
+                    continue
+                if j["state"] == "frozen":
+                    if j["cpu_s"] > tol * dur:
+                        fail("step %d: frozen job %d used %.3f s of CPU in %.3f s" % (s["seq"], j["id"], j["cpu_s"], dur))
+                elif j["state"] == "run":
+                    want = len(cpulist(j["cpus"])) * dur
+                    if j["cpu_s"] < (1 - tol) * want:
+                        fail("step %d: running job %d used %.3f s of CPU, want >= %.3f (%d cpus x %.3f s)"
+                             % (s["seq"], j["id"], j["cpu_s"], (1 - tol) * want, len(cpulist(j["cpus"])), dur))
+                    if j["cpu_s"] > (1 + tol) * want + 0.02:
+                        fail("step %d: running job %d used %.3f s of CPU, more than its %d cpus x %.3f s"
+                             % (s["seq"], j["id"], j["cpu_s"], len(cpulist(j["cpus"])), dur))
+                    checked += 1
+        if checked < 2:
+            fail("only %d full running steps to check" % checked)
+        print("checked %d running steps" % checked)
+        return
+    if what == "fair":
+        maxdiff = int(arg)
+        runs = {}
+        for s in steps:
+            for j in s["jobs"]:
+                runs.setdefault(j["id"], 0)
+                if j["state"] == "run":
+                    runs[j["id"]] += 1
+        if max(runs.values()) - min(runs.values()) > maxdiff:
+            fail("quanta run per job differ by more than %d: %s" % (maxdiff, runs))
+        print(runs)
+        return
+    fail("unknown check " + what)
+
+
+if __name__ == "__main__":
+    main()
