@@ -266,12 +266,11 @@ const char *cs_policy_name(const struct cs_policy *p);
 const char *cs_policy_file(const struct cs_policy *p);
 /* The policy's one-line description ("" if it declares none). */
 const char *cs_policy_description(const struct cs_policy *p);
-/* Bounds of every later call into the policy; 0 keeps the default: memory of
- * its Lua state (64 MiB), instructions per call (200 million), seconds per
- * plan() call (min(max(quantum, 0.05), 1.0)); loading and init() get
- * max(seconds, 1.0). */
-void cs_policy_set_limits(struct cs_policy *p, size_t mem_bytes, uint64_t instructions,
-                          double seconds);
+/* Bounds for the policies loaded (or listed) from now on; 0 means the
+ * default: memory of a policy's Lua state (64 MiB), instructions per call
+ * (200 million), seconds per plan() call (min(max(quantum, 0.05), 1.0));
+ * loading and init() get max(seconds, 1.0).  Call before cs_policy_load(). */
+void cs_policy_limits(size_t mem_bytes, uint64_t instructions, double seconds);
 /* Ask for a plan; 0 and *plan filled and validated, or -1 after reporting
  * the failure (file:line) - the caller then runs its fallback plan. */
 int cs_policy_plan(struct cs_policy *p, struct cs_engine *e, struct cs_plan *plan);

@@ -257,15 +257,19 @@ static int start_instance(struct cs_engine *e, struct cs_job *j)
         j->t_first_start = j->t_instance_start;
     j->last_run_end = j->t_instance_start;
 
-    if (e->ctl->job_attach(e, j, pid) < 0 || e->ctl->set_cpus(e, j, e->managed, j->mems) < 0 ||
-        e->ctl->freeze(e, j) < 0) {
+    if (e->ctl->job_attach(e, j, pid) < 0 || e->ctl->set_cpus(e, j, e->managed, j->mems) < 0) {
         cs_err("job %d (%s): could not be put under control; it is not started", j->id, j->name);
         kill(pid, SIGKILL);   /* still blocked before exec: nothing of the job ran */
         close(go[1]);
         return -1;
     }
     hwloc_bitmap_copy(j->cpus, e->managed);
-    j->frozen = 1;
+    /* The child sleeps in read(): it freezes at once unless the run queue is
+     * crowded.  If it does not, it starts running (confined) and the first
+     * switch freezes it - not worth refusing the job for. */
+    j->frozen = 0;
+    for (int tries = 0; tries < 3 && !j->frozen; tries++)
+        j->frozen = e->ctl->freeze(e, j) == 0;
     if (write(go[1], "g", 1) != 1)
         cs_warn("job %d (%s): could not release the start pipe: %s", j->id, j->name, strerror(errno));
     close(go[1]);
@@ -317,6 +321,28 @@ struct stepstate {
     int fallback;
 };
 
+/* Freeze every live job with run[i] == 0 that is not frozen yet, all at once
+ * where the backend can (the waits overlap instead of adding up). */
+static void freeze_jobs(struct cs_engine *e, const int *run)
+{
+    struct cs_job *leave[e->njobs];
+    int frozen[e->njobs], n = 0;
+
+    for (int i = 0; i < e->njobs; i++)
+        if (e->jobs[i]->state == CS_JOB_LIVE && !(run && run[i]) && !e->jobs[i]->frozen)
+            leave[n++] = e->jobs[i];
+    if (n == 0)
+        return;
+    if (e->ctl->freeze_many) {
+        e->ctl->freeze_many(e, leave, n, frozen);
+        for (int k = 0; k < n; k++)
+            leave[k]->frozen = frozen[k];
+        return;
+    }
+    for (int k = 0; k < n; k++)
+        leave[k]->frozen = e->ctl->freeze(e, leave[k]) == 0;
+}
+
 /* Apply a step.  Returns the switch cost in µs. */
 static double do_switch(struct cs_engine *e, const struct cs_plan_step *st, int *run)
 {
@@ -330,13 +356,7 @@ static double do_switch(struct cs_engine *e, const struct cs_plan_step *st, int 
             run[j->id - 1] = k + 1;
     }
     /* 1. freeze the jobs that leave: the cores they free are never oversubscribed */
-    for (int i = 0; i < e->njobs; i++) {
-        struct cs_job *j = e->jobs[i];
-        if (j->state == CS_JOB_LIVE && !run[i] && !j->frozen) {
-            if (e->ctl->freeze(e, j) == 0)
-                j->frozen = 1;
-        }
-    }
+    freeze_jobs(e, run);
     /* 2. move cores and 3. thaw the entrants */
     for (int i = 0; i < e->njobs; i++) {
         struct cs_job *j = e->jobs[i];

@@ -97,6 +97,11 @@ struct cs_policy {
     size_t warnlen;
 };
 
+/* cs_policy_limits(): for every policy loaded afterwards */
+static size_t limit_mem = MEM_DEFAULT;
+static uint64_t limit_insns = INSNS_DEFAULT;
+static double limit_seconds;
+
 static struct cs_policy *getp(lua_State *L)
 {
     return *(struct cs_policy **)lua_getextraspace(L);
@@ -350,14 +355,32 @@ static int call_bounded(struct cs_policy *p, lua_CFunction f, void *arg, int nre
 
 /* ------------------------------------------------------------ sandbox */
 
+/* Position of the nearest Lua code on the stack (table.sort(snap.cpus) is
+ * reported where the policy called table.sort). */
+static void push_where(lua_State *L)
+{
+    lua_Debug ar;
+    for (int lvl = 1; lua_getstack(L, lvl, &ar); lvl++) {
+        if (lua_getinfo(L, "Sl", &ar) && ar.currentline > 0) {
+            lua_pushfstring(L, "%s:%d: ", ar.short_src, ar.currentline);
+            return;
+        }
+    }
+    lua_pushliteral(L, "");
+}
+
 /* Read-only proxies: an empty table whose metatable forwards reads to the
  * data table, raises on writes, and answers # and pairs(). */
 static int ro_newindex(lua_State *L)
 {
+    push_where(L);
     if (lua_type(L, 2) == LUA_TSTRING)
-        return luaL_error(L, "attempt to modify field '%s' of a read-only table "
-                          "(copy what you need to change)", lua_tostring(L, 2));
-    return luaL_error(L, "attempt to modify a read-only table (copy what you need to change)");
+        lua_pushfstring(L, "%sattempt to modify field '%s' of a read-only table "
+                        "(copy what you need to change)", lua_tostring(L, -1), lua_tostring(L, 2));
+    else
+        lua_pushfstring(L, "%sattempt to modify a read-only table (copy what you need to change)",
+                        lua_tostring(L, -1));
+    return lua_error(L);
 }
 
 static void ro_data(lua_State *L, int idx)
@@ -454,10 +477,25 @@ static int sb_pcall(lua_State *L)
     return lua_gettop(L);
 }
 
+/* The handler of an error raised by our hook runs while Lua has hooks
+ * disabled: a looping handler would never be stopped, so skip it then. */
+static int sb_msgh(lua_State *L)
+{
+    if (getp(L)->why != OVER_NONE)
+        return 1;
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_insert(L, 1);
+    lua_call(L, lua_gettop(L) - 1, 1);
+    return 1;
+}
+
 static int sb_xpcall(lua_State *L)
 {
     int n = lua_gettop(L), status;
     luaL_checktype(L, 2, LUA_TFUNCTION);
+    lua_pushvalue(L, 2);
+    lua_pushcclosure(L, sb_msgh, 1);
+    lua_replace(L, 2);
     lua_pushvalue(L, 1);                /* f msgh args... f */
     lua_copy(L, 2, 1);                  /* msgh msgh args... f */
     lua_replace(L, 2);                  /* msgh f args... */
@@ -471,6 +509,22 @@ static int sb_xpcall(lua_State *L)
     lua_pushboolean(L, 1);
     lua_replace(L, 1);
     return lua_gettop(L);
+}
+
+/* setmetatable() without __gc: Lua runs finalizers with hooks disabled, out
+ * of reach of the limits. */
+static int sb_setmetatable(lua_State *L)
+{
+    if (lua_istable(L, 2)) {
+        lua_pushliteral(L, "__gc");
+        if (lua_rawget(L, 2) != LUA_TNIL)
+            return luaL_error(L, "setmetatable: __gc metamethods are not allowed in policies");
+        lua_pop(L, 1);
+    }
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_insert(L, 1);
+    lua_call(L, lua_gettop(L) - 1, 1);
+    return 1;
 }
 
 /* load() for text chunks only, in the sandbox unless env is given. */
@@ -619,6 +673,9 @@ static int setup_sandbox(lua_State *L)
     lua_pop(L, 1);                                             /* G load */
     lua_pushcclosure(L, sb_load, 1);
     lua_setfield(L, -2, "load");
+    lua_getfield(L, -1, "setmetatable");
+    lua_pushcclosure(L, sb_setmetatable, 1);
+    lua_setfield(L, -2, "setmetatable");
     lua_pushcfunction(L, sb_pcall);
     lua_setfield(L, -2, "pcall");
     lua_pushcfunction(L, sb_xpcall);
@@ -833,7 +890,7 @@ static int params_protected(lua_State *L)
     for (i = 0; i < a->nparams; i++) {
         const char *kv = a->params[i], *eq = strchr(kv, '=');
         if (!eq || eq == kv)
-            return verror(L, "parameter '%s' is not key=value", kv);
+            return verror(L, "--policy-opt %s: expected key=value", kv);
         lua_pushlstring(L, kv, (size_t)(eq - kv));
         lua_pushvalue(L, -1);
         lua_rawget(L, decl);
@@ -849,8 +906,8 @@ static int params_protected(lua_State *L)
                 n++;
             }
             if (n == 0)
-                return verror(L, "unknown parameter '%s' (this policy accepts no parameters)",
-                              lua_tostring(L, -1));
+                return verror(L, "--policy-opt %s: unknown parameter '%s' "
+                              "(this policy accepts no parameters)", kv, lua_tostring(L, -1));
             keys = lua_newuserdata(L, sizeof *keys * (size_t)n);
             n = 0;
             lua_pushnil(L);
@@ -866,8 +923,8 @@ static int params_protected(lua_State *L)
                 luaL_addstring(&b, keys[i]);
             }
             luaL_pushresult(&b);
-            return verror(L, "unknown parameter '%s' (accepted: %s)",
-                          lua_tostring(L, -3), lua_tostring(L, -1));
+            return verror(L, "--policy-opt %s: unknown parameter '%s' (accepted: %s)",
+                          kv, lua_tostring(L, -3), lua_tostring(L, -1));
         }
         lua_pop(L, 1);
         lua_pushstring(L, eq + 1);
@@ -919,8 +976,9 @@ static struct cs_policy *policy_open(const char *name, const char *file, int qui
     if (!p)
         goto oom;
     p->quiet = quiet;
-    p->mem_limit = MEM_DEFAULT;
-    p->insn_limit = INSNS_DEFAULT;
+    p->mem_limit = limit_mem;
+    p->insn_limit = limit_insns;
+    p->seconds = limit_seconds;
     p->plan_ref = p->init_ref = p->decl_ref = p->params_ref = LUA_NOREF;
     p->name = strdup(name);
     p->file = strdup(file);
@@ -1131,15 +1189,11 @@ const char *cs_policy_description(const struct cs_policy *p)
     return p->description ? p->description : "";
 }
 
-void cs_policy_set_limits(struct cs_policy *p, size_t mem_bytes, uint64_t instructions,
-                          double seconds)
+void cs_policy_limits(size_t mem_bytes, uint64_t instructions, double seconds)
 {
-    if (mem_bytes)
-        p->mem_limit = mem_bytes;
-    if (instructions)
-        p->insn_limit = instructions;
-    if (seconds > 0)
-        p->seconds = seconds;
+    limit_mem = mem_bytes ? mem_bytes : MEM_DEFAULT;
+    limit_insns = instructions ? instructions : INSNS_DEFAULT;
+    limit_seconds = seconds > 0 ? seconds : 0;
 }
 
 int cs_policy_list(char **search, int nsearch, FILE *f)
@@ -1678,9 +1732,9 @@ int cs_policy_plan(struct cs_policy *p, struct cs_engine *e, struct cs_plan *pla
         p->out = NULL;
         return -1;
     }
-    cs_debug("policy %s: plan() took %.3f ms, about %llu instructions, %d step%s, "
-             "%zu KiB in use", p->name, (cs_now() - t) * 1e3,
-             (unsigned long long)p->ticks * HOOK_EVERY, plan->nsteps,
+    cs_debug("policy %s: plan() took %.3f ms, %s%llu instructions, %d step%s, "
+             "%zu KiB in use", p->name, (cs_now() - t) * 1e3, p->ticks ? "about " : "under ",
+             (unsigned long long)(p->ticks ? p->ticks : 1) * HOOK_EVERY, plan->nsteps,
              plan->nsteps == 1 ? "" : "s", p->mem_used >> 10);
     p->e = NULL;
     p->out = NULL;

@@ -36,6 +36,8 @@ fi
 if [ ! -x configure ] || [ configure.ac -nt configure ]; then
     autoreconf -fi
 fi
+# automake ships the TAP driver but does not install it by itself
+[ -f build-aux/tap-driver.sh ] || cp "$(automake --print-libdir)/tap-driver.sh" build-aux/
 if [ ! -f Makefile ] || [ configure -nt Makefile ]; then
     ./configure -q
 fi

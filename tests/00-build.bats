@@ -68,8 +68,8 @@ refuse1() {
 
 @test "spin -c stops after that much CPU time, silently, exit 0; -x sets the code" {
     TIMEFORMAT='%R %U %S'
-    { time "$PROGS/spin" -c 0.3 > out 2> err; } 2> time
-    read -r real user sys < time
+    { time "$PROGS/spin" -c 0.3 > out 2> err; } 2> times.txt
+    read -r real user sys < times.txt
     echo "real $real user $user sys $sys"
     # used at least the CPU asked for, and stopped soon after
     awk -v u="$user" -v s="$sys" -v r="$real" 'BEGIN { exit !(u + s >= 0.29 && r < 10) }'
@@ -117,6 +117,7 @@ refuse1() {
         assert_equal "$(cat "/proc/$k/comm")" spin "comm of child $k"
         [ "$(ls "/proc/$k/task" | wc -l)" -eq 2 ]
     done
+    kill -KILL "$pid" $kids
     run "$PROGS/spin" -f 3 -c 0.1 -x 5
     [ "$status" -eq 5 ]
 }

@@ -33,7 +33,7 @@ gang_scenario() {
     ! job_is_held "$a"
     case $be in
     cgroup1)
-        wait_for 5 test "$(freezer_state_of "$b")" = FROZEN
+        wait_for 5 'test "$(freezer_state_of "$b")" = FROZEN'
         grep -q "cosched/$cs/job" "/proc/$a/cgroup" ;;
     cgroup2)
         grep -q "^0::.*cosched/$cs/job" "/proc/$a/cgroup" ;;

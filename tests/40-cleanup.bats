@@ -5,6 +5,7 @@
 
 load helpers/common
 load helpers/jobs
+bats_require_minimum_version 1.5.0
 
 setup() {
     cd "$BATS_TEST_TMPDIR"
@@ -38,7 +39,7 @@ guardian_scenario() {
     wait_for 1 job_is_free "$b"
     for p in "$a" "$b"; do
         [ -d "/proc/$p" ]
-        wait_for 1 test "$(task_cpus "$p")" = "$ALL"
+        wait_for 1 'test "$(task_cpus "$p")" = "$ALL"'
         ! job_is_held "$p"
     done
     wait_for 1 no_cosched_leftovers
@@ -55,8 +56,9 @@ signal_scenario() {
     start_two "$be"
     wait_for 10 job_is_held "$b"
     kill -"$sig" "$cs"
-    run wait "$cs"
-    [ "$status" -eq $((128 + $(kill -l "$sig"))) ]
+    st=0
+    wait "$cs" || st=$?
+    [ "$st" -eq $((128 + $(kill -l "$sig"))) ]
     assert_contains "$(cat err)" "forwarding it to 2 job(s)"
     ! [ -d "/proc/$a" ] || [ "$(proc_state "$a")" = Z ]
     ! [ -d "/proc/$b" ] || [ "$(proc_state "$b")" = Z ]
@@ -72,8 +74,9 @@ signal_scenario() {
     backend_available cgroup1 && be=cgroup1
     KT=300ms EXTRA=-i start_two "$be"
     kill -TERM "$cs"
-    run wait "$cs"
-    [ "$status" -eq 143 ]
+    st=0
+    wait "$cs" || st=$?
+    [ "$st" -eq 143 ]
     assert_contains "$(cat err)" "sending SIGKILL"
     no_cosched_leftovers
 }
@@ -135,9 +138,14 @@ LUA
     while [ -d /proc/$dead ]; do dead=$((dead + 1)); done
     fz=/sys/fs/cgroup/freezer/cosched/$dead/job1
     cp=/sys/fs/cgroup/cpuset/cosched/$dead/job1
-    mkdir -p "$fz" "$cp"
+    mkdir -p "$fz" /sys/fs/cgroup/cpuset/cosched
+    top=/sys/fs/cgroup/cpuset/cosched
+    [ -n "$(cat $top/cpuset.mems)" ] || cat /sys/fs/cgroup/cpuset/cpuset.mems > $top/cpuset.mems
+    [ -n "$(cat $top/cpuset.cpus)" ] || cat /sys/fs/cgroup/cpuset/cpuset.cpus > $top/cpuset.cpus
+    mkdir -p /sys/fs/cgroup/cpuset/cosched/$dead
     cat /sys/fs/cgroup/cpuset/cpuset.mems > /sys/fs/cgroup/cpuset/cosched/$dead/cpuset.mems
     cat /sys/fs/cgroup/cpuset/cpuset.cpus > /sys/fs/cgroup/cpuset/cosched/$dead/cpuset.cpus
+    mkdir -p "$cp"
     cat /sys/fs/cgroup/cpuset/cpuset.mems > "$cp/cpuset.mems"
     echo 0 > "$cp/cpuset.cpus"
     "$PROGS/spin" -p orphan.pid &
@@ -146,23 +154,24 @@ LUA
     echo "$orphan" > "$cp/cgroup.procs"
     echo "$orphan" > "$fz/cgroup.procs"
     echo FROZEN > "$fz/freezer.state"
-    wait_for 5 test "$(cat "$fz/freezer.state")" = FROZEN
+    wait_for 5 'test "$(cat "$fz/freezer.state")" = FROZEN'
     run "$COSCHED" run --control cgroup1 --policy linux -- true
     echo "$output"
     [ "$status" -eq 0 ]
     assert_contains "$output" "cosched/$dead"
     [ ! -d "/sys/fs/cgroup/freezer/cosched/$dead" ]
     [ ! -d "/sys/fs/cgroup/cpuset/cosched/$dead" ]
-    wait_for 2 test "$(proc_state "$orphan")" != D
+    wait_for 2 'test "$(proc_state "$orphan")" != D'
     [ "$(freezer_state_of "$orphan")" != FROZEN ]
     assert_equal "$(task_cpus "$orphan")" "$ALL"
     kill -KILL "$orphan"
+    wait "$orphan" 2>/dev/null || true
 }
 
 @test "a job that cannot be started stops the run and cleans up" {
     printf '#!/bin/sh\nexit 0\n' > ok.sh; chmod +x ok.sh
     # the command vanishes between the check and the start: exec fails in the child
-    run "$COSCHED" run --policy gang -- ./ok.sh ::: sh -c 'exit 127'
-    [ "$status" -eq 127 ]
+    run -127 "$COSCHED" run --policy gang -- ./ok.sh ::: sh -c 'exit 127'
+
     no_cosched_leftovers
 }

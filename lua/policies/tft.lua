@@ -17,7 +17,8 @@ Plan: every epoch, one step of one quantum:
   - the two jobs whose turn it is (cosched.rotation: never ran, else waited
     longest in whole quanta, then fewer quanta run, then lowest id) get one
     half each; the other jobs are frozen.  A job that keeps running keeps
-    the half it had (warm caches).
+    the half it had (warm caches); a job coming back from a pause gets its
+    old half when the running one does not hold it.
   Fairness: with n live jobs, the pairs rotate as a circular queue served
   two at a time; over any number of steps every job (live throughout) runs
   the same number of quanta, plus or minus one.  With an odd n, one job
@@ -66,6 +67,24 @@ end
 
 local levels = { auto = true, llc = true, numa = true, core = true, pu = true }
 
+-- The halves depend only on the managed CPUs: split once, reuse.
+local cache = { key = nil }
+
+local function halves_of(snap)
+  local key = table.concat(snap.cpus, ",")
+  if cache.key ~= key then
+    local groups, level = cpus.split(snap, 2, split_by)
+    cache = { key = key, groups = groups, sets = { cpus.set(groups[1]), cpus.set(groups[2]) } }
+    once("split:" .. key, ("halves follow %s boundaries: %s | %s"):format(
+      level, cpus.format(groups[1]), cpus.format(groups[2])))
+    if split_by ~= "auto" and level ~= split_by then
+      once("fallback:" .. level, ("split = %s: fewer than two %s domains, cut at %s level")
+        :format(split_by, split_by, level))
+    end
+  end
+  return cache
+end
+
 return {
   api = 1,
   name = "tft",
@@ -95,20 +114,26 @@ return {
       return { { jobs = { { id = jobs[1].id, cpus = snap.cpus } } } }
     end
 
-    local halves, level = cpus.split(snap, 2, split_by)
-    once("split:" .. level, ("halves follow %s boundaries: %s | %s"):format(
-      level, cpus.format(halves[1]), cpus.format(halves[2])))
-    if split_by ~= "auto" and level ~= split_by then
-      once("fallback:" .. level, ("split = %s: fewer than two %s domains, cut at %s level")
-        :format(split_by, split_by, level))
-    end
-
+    local h = halves_of(snap)
     local pair = rotation.pick(snap, 2)
     local a, b = pair[1], pair[2]
-    -- keep each job on the half it already holds when that is possible
-    local stay = cpus.overlap(a.cpus, halves[1]) + cpus.overlap(b.cpus, halves[2])
-    local swap = cpus.overlap(a.cpus, halves[2]) + cpus.overlap(b.cpus, halves[1])
-    if swap > stay then a, b = b, a end
+    -- keep a job on the half it holds: the running jobs' claims (warm
+    -- caches) decide first, a frozen job's (it ran there a while ago) next
+    local function claims(first, second)
+      local running, all = 0, 0
+      for half, job in ipairs { first, second } do
+        local n = cpus.count(job.cpus, h.sets[half])
+        all = all + n
+        if not job.frozen then running = running + n end
+      end
+      return running, all
+    end
+    local run_keep, all_keep = claims(a, b)
+    local run_swap, all_swap = claims(b, a)
+    if run_swap > run_keep or (run_swap == run_keep and all_swap > all_keep) then
+      a, b = b, a
+    end
+    local halves = h.groups
     return { {
       jobs = {
         { id = a.id, cpus = halves[1] },

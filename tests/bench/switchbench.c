@@ -238,7 +238,11 @@ static int run_cell(struct cs_engine *e, int njobs, int nthreads, int nswitch, d
     memset(c, 0, sizeof *c);
     if (!jobs || !tot || !fr || !cp || !th || !cpus || !leave || !ok || half < 1)
         goto out;
-    for (i = 0; i < njobs && !stop; i++) {
+    /* the frozen half first, while nothing spins yet: a child forked
+     * behind a thousand runnable threads may not run (and so not freeze)
+     * for seconds */
+    for (s = 0; s < njobs && !stop; s++) {
+        i = (s + half) % njobs;
         cores_for(e->managed, i % half, 0, cpus);
         if (start_job(e, &jobs[i], i + 1, nthreads, cpus, i >= half) < 0) {
             fprintf(stderr, "switchbench: %s: cannot start job %d of %d\n", ops->name, i + 1, njobs);

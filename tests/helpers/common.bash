@@ -15,8 +15,10 @@
 #
 # "Ours": bats exports BATS_TEST_TMPDIR and BATS_RUN_TMPDIR, so every process a
 # test starts (cosched, its guardian, its jobs) carries them in its environment.
-# The helpers use that to tell this test's processes and cgroups from those of a
-# concurrent bats run on the same machine, which they never touch.
+# The helpers use that to tell this run's processes and cgroups from those of
+# anybody else on the machine (another bats run, a benchmark, a demo), which
+# they neither count nor touch.  cosched's cgroups are <own cgroup>/cosched/
+# <engine pid>/job<N>: a group belongs to the engine pid in its path.
 
 COSCHED_SRCDIR=${COSCHED_SRCDIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 COSCHED_BUILDDIR=${COSCHED_BUILDDIR:-$COSCHED_SRCDIR}
@@ -208,14 +210,16 @@ check_cgroup_value() {
 
 # no_cosched_leftovers: nothing cosched made is left behind.  Fails, listing
 # everything it found, when there is
-#   - a directory named cosched* under the cpuset, freezer, cpuacct or cgroup2
-#     hierarchies,
+#   - a directory named cosched* (or below one) under the cpuset, freezer,
+#     cpuacct or cgroup2 hierarchies,
 #   - a FROZEN/FREEZING v1 freezer group or a frozen cgroup2 group anywhere,
-#   - a live process whose name starts with cosched.
-# What belongs to another bats run (a live cosched whose BATS_RUN_TMPDIR
-# differs) is not counted: it is that run's business.
+#   - a live process of this bats run whose name starts with cosched.
+# Not counted: the groups of a live cosched that is not of this run (another
+# bats run, someone's benchmark) - a group whose engine pid is dead is always
+# a leftover.
 no_cosched_leftovers() {
     local found=() d s p comm
+    _CS_FOREIGN=()
     while read -r d; do
         [ -n "$d" ] && ! _cs_foreign_cgroup "$d" && found+=("cgroup left: $d")
     done < <(_cs_cosched_cgroups)
@@ -231,7 +235,7 @@ no_cosched_leftovers() {
     done < <(_cs_find_dirs "$(_cs_v2_mount)")
     while read -r p _ _ comm; do
         [[ $comm == cosched* ]] || continue
-        _cs_foreign_pid "$p" && continue
+        _cs_ours_pid "$p" || continue
         found+=("process left: $p ($comm): $(tr '\0' ' ' < "/proc/$p/cmdline" 2>/dev/null)")
     done < <(_cs_ps | awk '$4 ~ /^cosched/')
     [ ${#found[@]} -eq 0 ] && return 0
@@ -246,7 +250,8 @@ no_cosched_leftovers() {
 #   1. collect the processes to kill: the pids in DIR/*.pid (every numeric
 #      line), live processes of our programs (cosched, spin, ompwork, the
 #      demos) and orphans that carry this test's BATS_TEST_TMPDIR, and all
-#      their descendants - never this shell or its ancestors;
+#      their descendants - only processes of this bats run (a pid may have
+#      been reused), never this shell or its ancestors;
 #   2. thaw every cosched v1 freezer and cgroup2 group that is not another
 #      run's, kill the processes (SIGKILL; SIGCONT for stopped ones), thaw
 #      again (a dying cosched may have frozen meanwhile), wait until they are
@@ -257,6 +262,7 @@ cleanup_cosched() {
     local dir=${1:-${BATS_TEST_TMPDIR:-.}} f line p m d
     local -A kill=() keep=()
     local -a pids=()
+    _CS_FOREIGN=()
 
     # never ourselves or an ancestor
     p=$BASHPID
@@ -272,9 +278,10 @@ cleanup_cosched() {
             [[ $line =~ ^[0-9]+$ ]] && pid_alive "$line" && pids+=("$line")
         done < "$f"
     done
-    pids+=($(_cs_our_strays))
+    mapfile -t -O "${#pids[@]}" pids < <(_cs_our_strays)
     for p in $(_cs_with_descendants "${pids[@]}"); do
-        [ -z "${keep[$p]:-}" ] && [ "$p" -gt 1 ] && kill[$p]=1
+        # a pid file may name a process long gone whose pid was reused
+        [ -z "${keep[$p]:-}" ] && [ "$p" -gt 1 ] && _cs_ours_pid "$p" && kill[$p]=1
     done
 
     _cs_thaw_all
@@ -387,32 +394,50 @@ _cs_ppid() {
 # or unreadable).
 _cs_env_of() {
     local e
-    [ -r "/proc/$1/environ" ] || return 0
-    while IFS= read -r -d '' e; do
-        [[ $e == "$2="* ]] && { echo "${e#*=}"; return 0; }
-    done < "/proc/$1/environ" 2>/dev/null
-    return 0
+    e=$(grep -z -m1 "^$2=" "/proc/$1/environ" 2>/dev/null | tr -d '\0') || true
+    echo "${e#*=}"
 }
 
-# True when process $1 is alive and belongs to another bats run.
+# True when process $1 was started by this bats run.
+_cs_ours_pid() {
+    [ -n "${BATS_RUN_TMPDIR:-}" ] && [ "$(_cs_env_of "$1" BATS_RUN_TMPDIR)" = "$BATS_RUN_TMPDIR" ]
+}
+
+# True when process $1 is alive and not of this bats run.  Answers are cached
+# in _CS_FOREIGN, which the public helpers empty when they start.
+declare -gA _CS_FOREIGN=()
 _cs_foreign_pid() {
-    local run
-    pid_alive "$1" || return 1
-    run=$(_cs_env_of "$1" BATS_RUN_TMPDIR)
-    [ -n "$run" ] && [ "$run" != "${BATS_RUN_TMPDIR:-}" ]
+    if [ -z "${_CS_FOREIGN[$1]:-}" ]; then
+        if pid_alive "$1" && ! _cs_ours_pid "$1"; then _CS_FOREIGN[$1]=y; else _CS_FOREIGN[$1]=n; fi
+    fi
+    [ "${_CS_FOREIGN[$1]}" = y ]
 }
 
-# The pid in .../cosched/PID/... of a cgroup path (empty if none).
+# The engine pid in .../cosched*/PID/... of a cgroup path (empty if none).
 _cs_cgroup_owner() {
     [[ $1 =~ /cosched[^/]*/([0-9]+)(/|$) ]] && echo "${BASH_REMATCH[1]}"
     return 0
 }
 
-# A cgroup of a live cosched run of another bats run.
+# A group that is not ours: that of a live cosched not of this run, or one
+# (its engine dead, e.g. while that engine's guardian cleans up) holding a
+# live process not of this run; a shared cosched* dir holding such a group.
 _cs_foreign_cgroup() {
-    local o
-    o=$(_cs_cgroup_owner "$1")
-    [ -n "$o" ] && _cs_foreign_pid "$o"
+    local c f p
+    if [[ $1 =~ /cosched[^/]*/([0-9]+)(/|$) ]]; then
+        _cs_foreign_pid "${BASH_REMATCH[1]}" && return 0
+        for f in "$1"/cgroup.procs "$1"/*/cgroup.procs; do
+            [ -r "$f" ] || continue
+            while read -r p; do
+                _cs_foreign_pid "$p" && return 0
+            done < "$f"
+        done
+        return 1
+    fi
+    for c in "$1"/[0-9]*; do
+        [ -d "$c" ] && _cs_foreign_cgroup "$c" && return 0
+    done
+    return 1
 }
 
 # A cgroup of any live cosched run (ours have been killed by now): keep it.

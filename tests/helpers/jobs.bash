@@ -37,3 +37,6 @@ cgroup2_mount() {
 }
 
 job_is_free() { ! job_is_held "$1"; }
+
+# True when FILE exists and has at least N lines
+lines_at_least() { [ -f "$1" ] && [ "$(wc -l < "$1")" -ge "$2" ]; }

@@ -7,12 +7,13 @@
     trace_check.py TRACE linux CPUS          every live job runs on all of CPUS in every step
     trace_check.py TRACE shares TOL          in full steps, a running job used >= (1-TOL) of
                                              min(ncpus, threads) x duration ... see below; frozen jobs ~0
-    trace_check.py TRACE fair MAXDIFF        quanta run per job differ by at most MAXDIFF
+    trace_check.py TRACE fair MAXDIFF        quanta run per job differ by at most MAXDIFF, counted
+                                             over the steps in which every job was live
     trace_check.py TRACE steps               print the number of steps
 
 CPUS is a list like 0-1.  Exit 1 with a message naming the step on failure.
 Steps cut short by a job's end (end-start < 0.9 planned) are skipped by
-'shares'; the first step of a job (start-up) is skipped too.
+'shares'; the first running step of a job (exec, start-up) is skipped too.
 """
 import json
 import sys
@@ -86,8 +87,9 @@ def main():
             dur = s["end"] - s["start"]
             full = dur >= 0.9 * s["planned"]
             for j in s["jobs"]:
-                first = j["id"] not in seen
-                seen.add(j["id"])
+                first = j["state"] == "run" and j["id"] not in seen
+                if j["state"] == "run":
+                    seen.add(j["id"])
                 if not full or first:
                     continue
                 if j["state"] == "frozen":
@@ -109,7 +111,10 @@ def main():
     if what == "fair":
         maxdiff = int(arg)
         runs = {}
+        most = max(len(s["jobs"]) for s in steps)
         for s in steps:
+            if len(s["jobs"]) < most:   # only while every job is live
+                continue
             for j in s["jobs"]:
                 runs.setdefault(j["id"], 0)
                 if j["state"] == "run":
