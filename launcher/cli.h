@@ -9,6 +9,4 @@ int cs_cmd_policies(int argc, char **argv);
 
 /* The policy search path, most specific first (see cosched(1) FILES). */
 char **cs_policy_search_path(char **extra, int nextra, int *n);
-/* <datadir>: $COSCHED_DATADIR, else the compile-time install location. */
-const char *cs_datadir(void);
 #endif

@@ -57,6 +57,10 @@ int cs_parse_long(const char *s, long lo, long hi, long *out);
 int cs_write_file(const char *path, const char *s);
 int cs_read_file(const char *path, char *buf, size_t len);
 char *cs_strdup_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Where the shipped data (lua/, profiles/) is: $COSCHED_DATADIR, else the
+ * installed location, else - for a cosched run from its build tree - the
+ * source tree. */
+const char *cs_datadir(void);
 /* hwloc bitmap as a list string ("0-3,8"); caller frees. */
 char *cs_bitmap_list(hwloc_const_bitmap_t b);
 

@@ -139,8 +139,7 @@ static int is_regular_file(const char *path)
 
 static const char *datadir(void)
 {
-    const char *d = getenv("COSCHED_DATADIR");
-    return d && *d ? d : COSCHED_DATADIR;
+    return cs_datadir();
 }
 
 /* "1.0", "0.05", "2.5": seconds as a person writes them. */
@@ -1103,6 +1102,18 @@ static void free_found(struct found *v, int n)
     free(v);
 }
 
+/* The search path as "dir1:dir2:..." for messages (static buffer). */
+static const char *search_list(char **search, int nsearch)
+{
+    static char buf[2048];
+    size_t len = 0;
+
+    buf[0] = '\0';
+    for (int i = 0; i < nsearch && len < sizeof buf - 1; i++)
+        len += snprintf(buf + len, sizeof buf - len, "%s%s", i ? ":" : "", search[i] ? search[i] : "");
+    return buf;
+}
+
 struct cs_policy *cs_policy_load(const char *name, char **search, int nsearch,
                                  char **params, int nparams)
 {
@@ -1143,7 +1154,8 @@ struct cs_policy *cs_policy_load(const char *name, char **search, int nsearch,
         if (n && known)
             cs_err("unknown policy '%s' (known: %s)", name, known);
         else
-            cs_err("unknown policy '%s' (no policies found in the search path)", name);
+            cs_err("unknown policy '%s': no policies found in the search path (%s; "
+                   "set COSCHED_DATADIR or give --policy-path)", name, search_list(search, nsearch));
         for (i = 0; i < nsearch; i++)
             cs_debug("policy search path %d: %s", i + 1, search[i] ? search[i] : "(null)");
         free(known);
@@ -1204,7 +1216,7 @@ int cs_policy_list(char **search, int nsearch, FILE *f)
 
     if (n == 0) {
         free(v);
-        cs_warn("no policies found in the search path");
+        cs_warn("no policies found in the search path (%s)", search_list(search, nsearch));
         return 0;
     }
     desc = calloc((size_t)n, sizeof *desc);

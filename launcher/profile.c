@@ -10,8 +10,10 @@
  *   ARCH vendor [family [models...]] [test]
  *                             vendor intel|amd|any; family and models are
  *                             numbers (0x.. or decimal), models also lo-hi
- *                             ranges; '*' or nothing means any.  "test" marks
- *                             a test profile, never chosen for a machine (once)
+ *                             ranges; '*' or nothing means any, but an
+ *                             intel/amd profile needs a family and a model.
+ *                             "test" marks a test profile, never chosen for a
+ *                             machine (once)
  *   SOURCE text               where the events and formulas come from (1 or more)
  *   CAVEAT text               what the numbers do not mean (0 or more)
  *   EVENTSET                  then one event per line, until the next section:
@@ -58,9 +60,6 @@
 #include "cosched.h"
 #include "profile.h"
 
-#ifndef COSCHED_DATADIR
-#define COSCHED_DATADIR "/usr/local/share/cosched"
-#endif
 #ifndef COSCHED_SYSCONFDIR
 #define COSCHED_SYSCONFDIR "/etc/cosched"
 #endif
@@ -483,7 +482,10 @@ struct xp {
     const char *s;           /* cursor in the current line */
     unsigned uses;           /* bit per scope used (1 << enum cs_scope) */
     int depth;
+    int nodes;               /* bounded: eval and free recurse over the tree */
 };
+
+#define CS_MAX_NODES 4096
 
 static struct cs_expr *node(enum cs_expr_op op, struct cs_expr *l, struct cs_expr *r)
 {
@@ -598,11 +600,6 @@ static struct cs_expr *parse_primary(struct xp *x)
                     fail(ps, s, "metric '%.*s' refers to itself", (int)len, s);
                     return NULL;
                 }
-                if (i > ps->cur_metric) {
-                    fail(ps, s, "metric '%.*s' is defined below (line %d); a formula may use only the metrics above it",
-                         (int)len, s, m->line);
-                    return NULL;
-                }
                 if (!m->available) {
                     fail(ps, s, "metric '%.*s' is declared unavailable (line %d) and cannot be used in a formula",
                          (int)len, s, m->line);
@@ -654,6 +651,11 @@ static struct cs_expr *parse_product(struct xp *x)
     const char *s;
 
     while (l && (s = skip_ws(x->s), *s == '*' || *s == '/')) {
+        if (++x->nodes > CS_MAX_NODES) {
+            expr_free(l);
+            fail(x->ps, s, "formula too long (more than %d operators)", CS_MAX_NODES);
+            return NULL;
+        }
         x->s = s + 1;
         if ((r = parse_unary(x)) == NULL) {
             expr_free(l);
@@ -670,6 +672,11 @@ static struct cs_expr *parse_sum(struct xp *x)
     const char *s;
 
     while (l && (s = skip_ws(x->s), *s == '+' || *s == '-')) {
+        if (++x->nodes > CS_MAX_NODES) {
+            expr_free(l);
+            fail(x->ps, s, "formula too long (more than %d operators)", CS_MAX_NODES);
+            return NULL;
+        }
         x->s = s + 1;
         if ((r = parse_product(x)) == NULL) {
             expr_free(l);
@@ -683,7 +690,7 @@ static struct cs_expr *parse_sum(struct xp *x)
 /* Compile the formula starting at s (inside ps->linebuf) into m. */
 static int compile_formula(struct parse *ps, struct cs_metric *m, const char *s)
 {
-    struct xp x = { .ps = ps, .s = s, .uses = 0, .depth = 0 };
+    struct xp x = { .ps = ps, .s = s, .uses = 0, .depth = 0, .nodes = 0 };
     struct cs_expr *e = parse_sum(&x);
 
     if (e == NULL)
@@ -1077,6 +1084,8 @@ struct cs_profile *cs_profile_load(const char *path)
     free(buf);
     fclose(f);
     if (rc < 0) {
+        if (ps.line == 0)
+            ps.line = 1;  /* an empty file: point at its first line */
         if (ps.col > 0)
             cs_err("%s:%d:%d: %s", path, ps.line, ps.col, ps.err);
         else
@@ -1245,7 +1254,7 @@ struct cs_profile *cs_profile_match(const char *const *dirs, int ndirs, const ch
 char **cs_profile_search_path(char *const *extra, int nextra, int *n)
 {
     char **v = xcalloc((size_t)nextra + 4, sizeof *v);
-    const char *home = getenv("HOME"), *data = getenv("COSCHED_DATADIR");
+    const char *home = getenv("HOME");
     int k = 0;
 
     for (int i = 0; i < nextra; i++)
@@ -1253,7 +1262,7 @@ char **cs_profile_search_path(char *const *extra, int nextra, int *n)
     if (home && *home)
         v[k++] = cs_strdup_printf("%s/.config/cosched/profiles", home);
     v[k++] = cs_strdup_printf("%s/profiles", COSCHED_SYSCONFDIR);
-    v[k++] = cs_strdup_printf("%s/profiles", data && *data ? data : COSCHED_DATADIR);
+    v[k++] = cs_strdup_printf("%s/profiles", cs_datadir());
     *n = k;
     return v;
 }
@@ -1478,8 +1487,8 @@ static void prof_help(void)
         printf("  %-36s %s\n", left, prof_opts[i].help);
     }
     printf("\nSearch path: --profile-path DIRs, ~/.config/cosched/profiles, %s/profiles,\n"
-           "$COSCHED_DATADIR/profiles (default %s/profiles).  Format: profiles/README.md.\n",
-           COSCHED_SYSCONFDIR, COSCHED_DATADIR);
+           "<datadir>/profiles (here %s/profiles; $COSCHED_DATADIR sets it).\n"
+           "Format: profiles/README.md.\n", COSCHED_SYSCONFDIR, cs_datadir());
 }
 
 int cs_cmd_profiles(int argc, char **argv)

@@ -91,7 +91,8 @@ struct cs_event {
     /* likwid: "EVENT:COUNTER" for likwid_addEventSet(), NULL if likwid cannot
      * count it the same way (likwid=- or no likwid= given).  A COUNTER written
      * "MBOX*C0" means that counter of every box, summed.  A backend with fewer
-     * registers than the profile has events splits them into several groups. */
+     * registers than the profile has events splits them into several groups
+     * and renumbers the registers of each class within a group. */
     char *likwid;
     enum cs_scope scope;     /* scope=core|uncore|socket, default core */
 };
@@ -180,9 +181,9 @@ struct cs_profile *cs_profile_match(const char *const *dirs, int ndirs, const ch
 
 /* The profile search path, most specific first: extra (--profile-path), then
  * ~/.config/cosched/profiles, COSCHED_SYSCONFDIR/profiles (/etc/cosched), and
- * <datadir>/profiles with datadir = $COSCHED_DATADIR or the compile-time
- * COSCHED_DATADIR (in the source tree, profiles/ is at the top).  Caller frees
- * each string and the vector. */
+ * cs_datadir()/profiles ($COSCHED_DATADIR, else the installed pkgdatadir, else
+ * the source tree of a cosched run from its build tree: profiles/ is at the
+ * top of the tree).  Caller frees each string and the vector. */
 char **cs_profile_search_path(char *const *extra, int nextra, int *n);
 
 const char *cs_scope_name(enum cs_scope s);

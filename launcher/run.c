@@ -93,12 +93,6 @@ static void print_help(const char *usage, const struct opt *o)
 /* "cosched run: --quantum 0: must be ..." */
 #define BAD(...) do { cs_err(__VA_ARGS__); goto bad; } while (0)
 
-const char *cs_datadir(void)
-{
-    const char *d = getenv("COSCHED_DATADIR");
-    return d && *d ? d : COSCHED_DATADIR;
-}
-
 char **cs_policy_search_path(char **extra, int nextra, int *n)
 {
     char **v = calloc(nextra + 64, sizeof *v);

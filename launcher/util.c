@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <limits.h>
 #include "cosched.h"
 
 double cs_now(void)
@@ -115,4 +116,32 @@ char *cs_bitmap_list(hwloc_const_bitmap_t b)
         return strdup("");
     hwloc_bitmap_list_asprintf(&s, b);
     return s;
+}
+
+/*
+ * <datadir>: $COSCHED_DATADIR; else the installed location; else, for a
+ * cosched that runs from its build tree before `make install`, the source
+ * tree it was built from (so `./cosched run ...` works right after `make`).
+ */
+const char *cs_datadir(void)
+{
+    static char exe[4096];
+    const char *d = getenv("COSCHED_DATADIR");
+    ssize_t n;
+
+    if (d && *d)
+        return d;
+    if (access(COSCHED_DATADIR "/lua/policies", R_OK) == 0)
+        return COSCHED_DATADIR;
+    n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash) {
+            *slash = '\0';
+            if (strcmp(exe, COSCHED_BUILDDIR) == 0)
+                return COSCHED_SRCDIR;
+        }
+    }
+    return COSCHED_DATADIR;
 }

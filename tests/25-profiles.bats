@@ -1,0 +1,325 @@
+#!/usr/bin/env bats
+# 25-profiles: counter profiles (profiles/*.txt, launcher/profile.c).
+# Every shipped profile lints clean and defines each required metric or
+# declares it unavailable; broken profiles are refused with FILE:LINE: and
+# what was expected; `cosched profiles` lists the profiles and says which one
+# matches this CPU (or, honestly, that none does and why); the C unit test
+# tests/progs/profile_eval checks the formula evaluator.  No PMU, no root.
+
+load helpers/common
+
+REQUIRED="instructions cycles ipc bw_l1 bw_l2 bw_llc mem_bw llc_misses llc_refs mpki orb_full remote_accesses local_accesses"
+
+setup() {
+    requires cosched
+    cd "$BATS_TEST_TMPDIR"
+    # the shipped profiles, and nobody's ~/.config/cosched/profiles
+    export COSCHED_DATADIR=$COSCHED_SRCDIR
+    export HOME=$BATS_TEST_TMPDIR
+    SHIPPED=$COSCHED_SRCDIR/profiles
+}
+
+# base: a small valid profile; the numbers on the left are its line numbers,
+# which the broken variants below refer to.
+base() {
+    cat <<'EOF'
+SHORT  test profile for 25-profiles.bats
+ARCH   intel 6 0x55
+SOURCE tests/25-profiles.bats
+EVENTSET
+FIXC0  INST_RETIRED.ANY         perf=hw:instructions
+FIXC1  CPU_CLK_UNHALTED.THREAD  perf=hw:cycles
+PMC0   L1D.REPLACEMENT          perf=raw:event=0x51,umask=0x01
+PMC1   L2_LINES_IN.ALL          perf=raw:event=0xf1,umask=0x1f
+PMC2   LONGEST_LAT_CACHE.MISS   perf=raw:event=0x2e,umask=0x41
+UNC0   UNC_M_CAS_COUNT.RD       perf=pmu:uncore_imc_*:event=0x04,umask=0x03 scope=socket
+METRICS
+instructions [instructions] FIXC0
+cycles       [cycles] FIXC1
+ipc          FIXC0/FIXC1
+bw_l1        [GB/s] 1.0E-09*PMC0*clsize/time
+bw_l2        [GB/s] 1.0E-09*PMC1*clsize/time
+bw_llc       [GB/s] 1.0E-09*PMC2*clsize/time
+mem_bw       [GB/s] 1.0E-09*UNC0*clsize/time
+llc_misses   PMC2
+llc_refs     - unavailable: not in this test
+mpki         1000*llc_misses/instructions
+orb_full     - unavailable: not in this test
+remote_accesses - unavailable: not in this test
+local_accesses  - unavailable: not in this test
+EOF
+}
+
+# broken FILE LINE MESSAGE: `cosched profiles --lint FILE` fails with exit 1
+# and prints "FILE:LINE:" followed (maybe after a column) by MESSAGE
+broken() {
+    local file=$1 line=$2 msg=$3
+    run "$COSCHED" profiles --lint "$file"
+    echo "status: $status"
+    echo "output: $output"
+    [ "$status" -eq 1 ]
+    assert_contains "$output" "$file:$line:"
+    assert_contains "$output" "$msg"
+    [[ $output != *"$file: ok"* ]]
+}
+
+@test "profiles: every shipped profile lints clean, with no unused event" {
+    local f n=0
+    run "$COSCHED" profiles --lint "$SHIPPED"/*.txt
+    echo "$output"
+    [ "$status" -eq 0 ]
+    for f in "$SHIPPED"/*.txt; do
+        assert_contains "$output" "$f: ok"
+        n=$((n + 1))
+    done
+    [ "$n" -ge 10 ] || { echo "only $n shipped profiles" >&2; return 1; }
+    [[ $output != *"not used by any metric"* ]]
+    [[ $output != *error* ]]
+}
+
+@test "profiles: each required metric is defined or declared unavailable, and every unavailable one has a CAVEAT" {
+    local f m line bad=0
+    for f in "$SHIPPED"/*.txt; do
+        for m in $REQUIRED; do
+            # independent of the parser: a line of the METRICS section starting with the name
+            line=$(awk -v m="$m" '/^METRICS/ { s = 1; next } /^(LONG|EVENTSET)/ { s = 0 } s && $1 == m' "$f")
+            if [ -z "$line" ]; then
+                echo "$f: required metric $m missing" >&2
+                bad=1
+            elif [[ $line == *"- unavailable:"* ]] && ! grep -q "^CAVEAT.*$m" "$f"; then
+                echo "$f: $m is declared unavailable but no CAVEAT line mentions it" >&2
+                bad=1
+            fi
+        done
+        grep -q '^SOURCE ' "$f" || { echo "$f: no SOURCE line" >&2; bad=1; }
+    done
+    [ "$bad" -eq 0 ]
+}
+
+@test "profiles: the four bandwidths are in GB/s in every shipped profile" {
+    local f m bad=0
+    for f in "$SHIPPED"/*.txt; do
+        for m in bw_l1 bw_l2 bw_llc mem_bw; do
+            awk -v m="$m" '$1 == m' "$f" | grep -Eq '\[GB/s\]|- unavailable:' || { echo "$f: $m not in [GB/s]" >&2; bad=1; }
+        done
+    done
+    [ "$bad" -eq 0 ]
+}
+
+@test "profiles: the base test profile is valid (so the broken variants test one thing each)" {
+    base > good.txt
+    run "$COSCHED" profiles --lint good.txt
+    echo "$output"
+    [ "$status" -eq 0 ]
+    assert_contains "$output" "good.txt: ok (good: 6 events, 13 metrics, 4 declared unavailable)"
+}
+
+@test "profiles: unknown section" {
+    base | sed '4s/^EVENTSET$/EVENTS/' > bad.txt
+    broken bad.txt 4 "unknown section 'EVENTS' (expected one of SHORT, ARCH, SOURCE, CAVEAT, EVENTSET, METRICS, LONG"
+}
+
+@test "profiles: bad perf specs" {
+    base | sed '6s/perf=hw:cycles/perf=hw:cylces/' > hw.txt
+    broken hw.txt 6 "perf=hw:cylces: unknown hardware event 'cylces' (known: cycles,"
+    base | sed '7s/event=0x51,umask=0x01/evnt=0x51,umask=0x01/' > term.txt
+    broken term.txt 7 "unknown term 'evnt' (expected event, umask, cmask, inv, edge, any, config1)"
+    base | sed '7s/umask=0x01/umask=0x1ff/' > big.txt
+    broken big.txt 7 "umask= expects a number from 0 to 0xff"
+    base | sed '7s/perf=raw:event=0x51,umask=0x01/perf=msr:0x10/' > kind.txt
+    broken kind.txt 7 "unknown kind 'msr' (expected hw, sw, cache, raw or pmu)"
+    base | sed '10s/uncore_imc_\*/uncore_imc*/' > pmu.txt
+    broken pmu.txt 10 "a PMU wildcard is written NAME_* (every NAME_<number>)"
+    base | sed '10s/scope=socket/scope=package/' > scope.txt
+    broken scope.txt 10 "scope= expects core, uncore or socket, got 'package'"
+    base | sed '5s/ perf=hw:instructions//' > noperf.txt
+    broken noperf.txt 5 "expected perf=SPEC for slot FIXC0"
+}
+
+@test "profiles: unknown slot in a formula names the column and the known slots" {
+    base | sed '15s/PMC0/PMC7/' > slot.txt
+    broken slot.txt 15 "15:29: unknown slot or variable 'PMC7' (slots: FIXC0 FIXC1 PMC0 PMC1 PMC2 UNC0"
+}
+
+@test "profiles: unbalanced parentheses" {
+    base | sed '16s|1.0E-09\*PMC1|1.0E-09*(PMC1|' > open.txt
+    broken open.txt 16 "expected ')' to close the '(' at column 29, but the formula ends"
+    base | sed '16s|clsize/time|clsize)/time|' > close.txt
+    broken close.txt 16 "unexpected ')' (no '(' to close)"
+}
+
+@test "profiles: duplicate slot" {
+    base | sed '8s/^PMC1 /PMC0 /' > dup.txt
+    broken dup.txt 8 "duplicate slot 'PMC0' (already defined at line 7)"
+}
+
+@test "profiles: missing ARCH, SHORT, SOURCE" {
+    base | sed '2d' > noarch.txt
+    broken noarch.txt 23 "missing ARCH section (expected 'ARCH intel|amd|any FAMILY MODEL...')"
+    base | sed '1d' > noshort.txt
+    broken noshort.txt 23 "missing SHORT section"
+    base | sed '3d' > nosource.txt
+    broken nosource.txt 23 "missing SOURCE line"
+    base | sed '2s/.*/ARCH intel/' > nomodel.txt
+    broken nomodel.txt 2 "ARCH: a intel profile needs a family and at least one model (or 'test')"
+    base | sed '2s/.*/ARCH ibm 6 0x55/' > vendor.txt
+    broken vendor.txt 2 "ARCH: expected the vendor intel, amd or any, got 'ibm'"
+}
+
+@test "profiles: metric name repeated" {
+    { base; echo "ipc          FIXC1/FIXC0"; } > rep.txt
+    broken rep.txt 25 "metric 'ipc' repeated (first defined at line 14)"
+}
+
+@test "profiles: a required metric neither defined nor declared unavailable" {
+    base | sed '22d' > noorb.txt
+    broken noorb.txt 11 "METRICS lacks the required metric 'orb_full' (define it, or declare 'orb_full - unavailable: REASON')"
+    base | sed '15s|\[GB/s\]|[MB/s]|' > unit.txt
+    broken unit.txt 15 "bw_l1 is a bandwidth: expected the unit [GB/s], got [MB/s]"
+    base | sed '22s/- unavailable: not in this test/- unavailable/' > reason.txt
+    broken reason.txt 22 "expected 'unavailable: REASON' after '-'"
+}
+
+@test "profiles: truncated files" {
+    # cut in the middle of a formula (no newline at the end)
+    { base | head -n 14; printf 'bw_l1        [GB/s] 1.0E-09*PMC0*'; } > cut.txt
+    broken cut.txt 15 "expected a number, slot, variable or '(' but the formula ends here"
+    # cut inside the event set: no METRICS at all
+    base | head -n 9 > short.txt
+    broken short.txt 9 "missing METRICS section"
+    # cut in the middle of a perf spec
+    { base | head -n 6; printf 'PMC0   L1D.REPLACEMENT          perf=raw:event=0x51,umask='; } > spec.txt
+    broken spec.txt 7 "umask= expects a number"
+}
+
+@test "profiles: --lint reports the first error of each file and lints the rest" {
+    base > good.txt
+    base | sed '4s/^EVENTSET$/EVENTS/' > bad1.txt
+    base | sed '15s/PMC0/PMC7/;16s/PMC1/PMC8/' > bad2.txt
+    run "$COSCHED" profiles --lint bad1.txt good.txt bad2.txt
+    echo "$output"
+    [ "$status" -eq 1 ]
+    assert_contains "$output" "bad1.txt:4:"
+    assert_contains "$output" "good.txt: ok"
+    assert_contains "$output" "bad2.txt:15:"
+    [[ $output != *"bad2.txt:16:"* ]]   # the first error only
+    run "$COSCHED" profiles --lint no-such-file.txt
+    [ "$status" -eq 1 ]
+    assert_contains "$output" "no-such-file.txt: No such file or directory"
+}
+
+@test "profiles: usage errors exit 2" {
+    run "$COSCHED" profiles --lint
+    [ "$status" -eq 2 ]
+    assert_contains "$output" "--lint needs at least one FILE"
+    run "$COSCHED" profiles --frob
+    [ "$status" -eq 2 ]
+    assert_contains "$output" "unknown option '--frob'"
+    run "$COSCHED" profiles extra-arg
+    [ "$status" -eq 2 ]
+    assert_contains "$output" "takes no arguments"
+    run "$COSCHED" profiles --cpuid intel
+    [ "$status" -eq 2 ]
+    assert_contains "$output" "--cpuid 'intel': expected VENDOR:FAMILY:MODEL"
+    run "$COSCHED" profiles --help
+    [ "$status" -eq 0 ]
+    assert_contains "$output" "--profile-path DIR"
+}
+
+@test "profiles: cosched profiles lists every shipped profile and states the match for this machine" {
+    local f name vendor family model
+    run "$COSCHED" profiles
+    echo "$output"
+    [ "$status" -eq 0 ]
+    for f in "$SHIPPED"/*.txt; do
+        name=${f##*/}
+        assert_contains "$output" "${name%.txt} "
+        assert_contains "$output" "$f"
+    done
+    assert_contains "$output" "test-software    any (test)"
+    assert_contains "$output" "this CPU: "
+    [[ $output == *"match: "* || $output == *"no profile matches: "* ]]
+    # what hwloc says about this machine, read independently with lstopo
+    command -v lstopo-no-graphics >/dev/null || skip "lstopo-no-graphics missing: cannot cross-check the CPU"
+    read -r vendor family model < <(lstopo-no-graphics --only package -v 2>/dev/null | grep -m1 CPUVendor |
+        sed -nE 's/.*CPUVendor=([A-Za-z]+).*CPUFamilyNumber=([0-9]+).*CPUModelNumber=([0-9]+).*/\1 \2 \3/p') || true
+    [ -n "$vendor" ] || skip "hwloc shows no CPUVendor here"
+    assert_contains "$output" "this CPU: $vendor family $family model $(printf '0x%02x' "$model") (hwloc)"
+    if [ "$vendor" = GenuineIntel ] && [ "$family" = 6 ] && [ "$model" = 167 ]; then
+        # the development VM: Rocket Lake, no shipped profile, and we say so
+        assert_contains "$output" "no profile matches: no profile covers intel family 6 model 0xa7"
+        assert_contains "$output" "test profiles are never matched"
+    fi
+}
+
+@test "profiles: --cpuid picks the profile of known CPUs, and says why when none fits" {
+    run "$COSCHED" profiles --cpuid GenuineIntel:6:0x55
+    [ "$status" -eq 0 ]
+    assert_contains "$output" "match: skylakeX $SHIPPED/skylakeX.txt"
+    run "$COSCHED" profiles --cpuid GenuineIntel:6:0x8f
+    assert_contains "$output" "match: sapphirerapids "
+    run "$COSCHED" profiles --cpuid AuthenticAMD:0x19:0x01
+    assert_contains "$output" "match: zen3 "
+    run "$COSCHED" profiles --cpuid AuthenticAMD:25:0x11
+    assert_contains "$output" "match: zen4 "
+    run "$COSCHED" profiles --cpuid AuthenticAMD:0x17:0x31
+    assert_contains "$output" "match: zen2 "
+    run "$COSCHED" profiles --cpuid GenuineIntel:6:0xa7
+    [ "$status" -eq 0 ]
+    assert_contains "$output" "no profile matches: no profile covers intel family 6 model 0xa7; this family has: "
+    assert_contains "$output" "skylakeX (0x55)"
+    run "$COSCHED" profiles --cpuid AuthenticAMD:0x1a:0x02
+    assert_contains "$output" "no profile covers amd family 0x1a model 0x02; no profile is for that family"
+    run "$COSCHED" profiles --cpuid HygonGenuine:0x18:0
+    assert_contains "$output" "vendor 'HygonGenuine' is neither GenuineIntel nor AuthenticAMD"
+}
+
+@test "profiles: --profile-path comes first, shadows by name, and broken profiles are reported" {
+    mkdir -p mine
+    base | sed '2s/.*/ARCH   intel 6 0xa7 0x55/' > mine/skylakeX.txt
+    run "$COSCHED" profiles --profile-path mine --cpuid GenuineIntel:6:0xa7
+    echo "$output"
+    [ "$status" -eq 0 ]
+    assert_contains "$output" "match: skylakeX mine/skylakeX.txt"
+    assert_contains "$output" "(shadowed by mine/skylakeX.txt)"
+    base | sed '15s/PMC0/PMC7/' > mine/broken.txt
+    run "$COSCHED" profiles --profile-path mine --cpuid GenuineIntel:6:0x55
+    echo "$output"
+    [ "$status" -eq 1 ]
+    assert_contains "$output" "mine/broken.txt:15:29: unknown slot or variable 'PMC7'"
+    assert_contains "$output" "(broken: see the error above)"
+    assert_contains "$output" "match: skylakeX mine/skylakeX.txt"
+}
+
+@test "profiles: --json is valid JSON with the CPU, the profiles and the match" {
+    requires python3
+    run "$COSCHED" profiles --json --cpuid GenuineIntel:6:0x55
+    [ "$status" -eq 0 ]
+    python3 -c '
+import json, sys
+d = json.loads(sys.argv[1])
+assert d["cpu"] == {"vendor": "GenuineIntel", "family": 6, "model": 85, "source": "--cpuid"}, d["cpu"]
+assert d["match"] == "skylakeX", d["match"]
+names = {p["name"]: p for p in d["profiles"]}
+assert names["test-software"]["test"] is True
+assert names["zen3"]["models"] == [[0, 15], [32, 95]], names["zen3"]
+' "$output"
+    run "$COSCHED" profiles --json --cpuid GenuineIntel:6:0xa7
+    python3 -c '
+import json, sys
+d = json.loads(sys.argv[1])
+assert d["match"] is None and "0xa7" in d["why"], d
+' "$output"
+}
+
+@test "profiles: profile_eval unit tests (formulas, division by zero, matching)" {
+    [ -x "$PROGS/profile_eval" ] || skip "needs $PROGS/profile_eval (make check builds it)"
+    run "$PROGS/profile_eval" "$SHIPPED"
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [[ $output != *"not ok"* ]]
+    assert_contains "$output" "ok 3 - ipc = 2.0 for FIXC0=2e9, FIXC1=1e9"
+    assert_contains "$output" "x/0 = +inf"
+    assert_contains "$output" "0/0 = NaN"
+    assert_contains "$output" "GenuineIntel family 6 model 0xa7 -> - (got -)"
+}
