@@ -145,6 +145,11 @@ struct cs_job {
     double last_step_wall, last_step_cpu;
     int last_step_ncpus;
     void *ctl;                 /* backend private state */
+    /* counters (counters.h) */
+    void *cnt;                 /* counter backend private state */
+    uint64_t steps_live;       /* steps this job was live in (replay keys on it) */
+    double *metric;            /* last step's metrics in profile order (NaN: unknown) */
+    int metric_flags;          /* CS_COUNTS_* of the last step, 0 if none */
 };
 
 /* Job file: see cosched(1) JOB FILES.  Returns number of jobs appended or -1
@@ -157,6 +162,8 @@ void cs_job_free(struct cs_job *j);
 
 /* ------------------------------------------------------------ mechanisms */
 struct cs_engine;
+struct cs_counter_ops;
+struct cs_profile;
 
 /*
  * A control backend.  Every function is called from the engine only.
@@ -303,6 +310,11 @@ struct cs_engine {
     /* jobs */
     struct cs_job **jobs;
     int njobs;
+
+    /* counters: backend, profile (NULL when none), replay argument */
+    const struct cs_counter_ops *cnt;
+    const struct cs_profile *profile;
+    const char *cnt_arg;
 
     /* run state */
     char *run_id;                      /* "PID" - names cgroups */

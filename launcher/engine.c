@@ -37,6 +37,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "cosched.h"
+#include "counters.h"
+#include "profile.h"
 
 /* ------------------------------------------------------------ output */
 
@@ -264,6 +266,8 @@ static int start_instance(struct cs_engine *e, struct cs_job *j)
         return -1;
     }
     hwloc_bitmap_copy(j->cpus, e->managed);
+    if (e->cnt->job_attach(e, j, pid) < 0)
+        cs_warn("job %d (%s): counters could not follow this instance; it runs unmeasured", j->id, j->name);
     /* The child sleeps in read(): it freezes at once unless the run queue is
      * crowded.  If it does not, it starts running (confined) and the first
      * switch freezes it - not worth refusing the job for. */
@@ -407,6 +411,51 @@ static void measure_begin(struct cs_engine *e)
     }
 }
 
+/* Read the step's counts of job j and turn them into metrics. */
+static void measure_counters(struct cs_engine *e, struct cs_job *j, double seconds)
+{
+    struct cs_counts c = { 0 };
+
+    j->metric_flags = 0;
+    if (e->profile == NULL || j->metric == NULL)
+        return;
+    if (e->cnt->read(e, j, &c) < 0 || !(c.flags & CS_COUNTS_VALID)) {
+        for (int m = 0; m < e->profile->nmetrics; m++)
+            j->metric[m] = NAN;
+    } else {
+        if (c.seconds <= 0)
+            c.seconds = seconds;
+        int ncores = 0;
+        for (int k = 0; k < e->topo->ncores; k++)
+            ncores += hwloc_bitmap_intersects(e->topo->cores[k].pus, j->cpus);
+        for (int m = 0; m < e->profile->nmetrics; m++)
+            if (cs_profile_eval(e->profile, m, c.v, c.seconds, ncores ? ncores : 1, &j->metric[m]) < 0)
+                j->metric[m] = NAN;
+        j->metric_flags = c.flags;
+    }
+    cs_counters_record(e, j, j->steps_live, &c);
+    j->steps_live++;
+}
+
+static void trace_metrics(struct cs_engine *e, const struct cs_job *j)
+{
+    int first = 1;
+
+    if (e->profile == NULL || j->metric == NULL)
+        return;
+    fprintf(e->trace, ",\"counts_flags\":%d,\"metrics\":{", j->metric_flags);
+    for (int m = 0; m < e->profile->nmetrics && j->metric_flags; m++) {
+        if (!e->profile->metrics[m].available)
+            continue;
+        if (isfinite(j->metric[m]))
+            fprintf(e->trace, "%s\"%s\":%.6g", first ? "" : ",", e->profile->metrics[m].name, j->metric[m]);
+        else
+            fprintf(e->trace, "%s\"%s\":null", first ? "" : ",", e->profile->metrics[m].name);
+        first = 0;
+    }
+    fputc('}', e->trace);
+}
+
 /* End of a step (complete or cut short): account and trace. */
 static void step_end(struct cs_engine *e, struct stepstate *ss, const int *was_live)
 {
@@ -429,20 +478,25 @@ static void step_end(struct cs_engine *e, struct stepstate *ss, const int *was_l
             ns = j->cpu_mark;
         cpu = ns > j->cpu_mark ? (ns - j->cpu_mark) * 1e-9 : 0.0;
         j->cpu_ns = ns;
+        measure_counters(e, j, now - ss->t_start);
         j->last_step_wall = wall;
         j->last_step_cpu = cpu;
         j->last_step_ncpus = hwloc_bitmap_weight(j->cpus);
-        if (ss->run[i]) {
+        if (ss->run[i] && !j->frozen) {
             j->quanta_run++;
             j->last_run_end = now;
+            j->waited = 0;
         } else {
             j->quanta_frozen++;
+            j->waited = now - j->last_run_end;
         }
         if (e->trace) {
             char *c = cs_bitmap_list(j->cpus);
-            fprintf(e->trace, "%s{\"id\":%d,\"name\":\"%s\",\"state\":\"%s\",\"cpus\":\"%s\",\"cpu_s\":%.6f}",
-                    first ? "" : ",", j->id, j->name, ss->run[i] ? (j->frozen ? "stuck" : "run") : "frozen", c,
+            fprintf(e->trace, "%s{\"id\":%d,\"name\":\"%s\",\"state\":\"%s\",\"cpus\":\"%s\",\"cpu_s\":%.6f",
+                    first ? "" : ",", j->id, j->name, (!ss->run[i] == !j->frozen) ? "stuck" : ss->run[i] ? "run" : "frozen", c,
                     cpu);
+            trace_metrics(e, j);
+            fputc('}', e->trace);
             free(c);
             first = 0;
         }
@@ -509,6 +563,7 @@ static int reap(struct cs_engine *e, struct runstate *rs)
         ended++;
         if (e->ctl->instance_ended)
             e->ctl->instance_ended(e, j, &ru);
+        e->cnt->instance_ended(e, j);
         uint64_t ns;
         if (e->ctl->cpu_time(e, j, &ns) == 0)
             j->cpu_ns = ns;
@@ -698,7 +753,14 @@ int cs_engine_run(struct cs_engine *e)
     }
     if (cs_guard_start(e->ctl) < 0)
         goto out;
+    if (e->cnt == NULL)
+        e->cnt = &cs_counters_none;
+    if (e->cnt->init(e, e->cnt_arg, e->profile) < 0) {
+        cs_guard_done();
+        goto out;
+    }
     if (e->ctl->init(e) < 0) {
+        e->cnt->fini(e);
         cs_guard_done();
         goto out;
     }
@@ -706,6 +768,11 @@ int cs_engine_run(struct cs_engine *e)
         struct cs_job *j = e->jobs[i];
         j->cpus = hwloc_bitmap_alloc();
         j->mems = hwloc_bitmap_alloc();
+        if (e->profile) {
+            j->metric = malloc(e->profile->nmetrics * sizeof *j->metric);
+            for (int m = 0; m < e->profile->nmetrics; m++)
+                j->metric[m] = NAN;
+        }
         if (e->ctl->job_prepare(e, j) < 0)
             goto release;
         nprepared++;
@@ -747,6 +814,13 @@ int cs_engine_run(struct cs_engine *e)
         for (int i = 0; i < e->njobs; i++)
             was_live[i] = e->jobs[i]->state == CS_JOB_LIVE;
         ss.switch_us = do_switch(e, st, ss.run);
+        {
+            hwloc_const_bitmap_t cpus_of[e->njobs];
+            for (int i = 0; i < e->njobs; i++)
+                cpus_of[i] = (e->jobs[i]->state == CS_JOB_LIVE && ss.run[i] && !e->jobs[i]->frozen)
+                                 ? e->jobs[i]->cpus : NULL;
+            e->cnt->step_begin(e, cpus_of);
+        }
         measure_begin(e);
         ss.t_start = cs_now();
         ss.t_plan_end = ss.t_start + st->duration;
@@ -775,9 +849,11 @@ release:
             waitpid(j->pid, NULL, 0);
             j->state = CS_JOB_ENDED;
         }
+        e->cnt->job_release(e, j);
         e->ctl->job_release(e, j);
     }
     e->ctl->fini(e);
+    e->cnt->fini(e);
     cs_guard_done();
     out_drain_all();
     if (nprepared == e->njobs)

@@ -105,6 +105,7 @@ void cs_job_free(struct cs_job *j)
     free(j->name);
     free_words(j->argv);
     free(j->cwd);
+    free(j->metric);
     free((char *)j->origin);
     if (j->cpus)
         hwloc_bitmap_free(j->cpus);

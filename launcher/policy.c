@@ -44,6 +44,8 @@
 #include <lualib.h>
 
 #include "cosched.h"
+#include "counters.h"
+#include "profile.h"
 
 #ifndef COSCHED_DATADIR
 #define COSCHED_DATADIR "/usr/local/share/cosched"
@@ -1384,6 +1386,26 @@ static void push_topology(lua_State *L, struct cs_policy *p, struct cs_engine *e
     lua_remove(L, -2);                     /* llcmap */
 }
 
+/* last.metrics = { ipc = ..., bw_l2 = ... } (finite values of the metrics the
+ * profile can give; absent when not counted), last.counted, last.socket_owned */
+static void push_metrics(lua_State *L, const struct cs_engine *e, const struct cs_job *j)
+{
+    const struct cs_profile *pr = e ? e->profile : NULL;
+
+    lua_pushboolean(L, (j->metric_flags & CS_COUNTS_VALID) != 0);
+    lua_setfield(L, -2, "counted");
+    lua_pushboolean(L, (j->metric_flags & CS_COUNTS_SOCKET_OWNED) != 0);
+    lua_setfield(L, -2, "socket_owned");
+    if (pr == NULL || j->metric == NULL || !(j->metric_flags & CS_COUNTS_VALID))
+        return;
+    lua_createtable(L, 0, pr->nmetrics);
+    for (int m = 0; m < pr->nmetrics; m++)
+        if (pr->metrics[m].available && isfinite(j->metric[m]))
+            set_num(L, pr->metrics[m].name, j->metric[m]);
+    ro_wrap(L);
+    lua_setfield(L, -2, "metrics");
+}
+
 static void push_job(lua_State *L, struct cs_policy *p, const struct cs_job *j)
 {
     lua_createtable(L, 0, 16);
@@ -1411,6 +1433,7 @@ static void push_job(lua_State *L, struct cs_policy *p, const struct cs_job *j)
         set_num(L, "wall", j->last_step_wall);
         set_num(L, "cpu", j->last_step_cpu);
         set_int(L, "ncpus", j->last_step_ncpus);
+        push_metrics(L, p->e, j);
         ro_wrap(L);
         lua_setfield(L, -2, "last");
     }

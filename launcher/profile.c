@@ -57,6 +57,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 #include "cosched.h"
 #include "profile.h"
 
@@ -1651,4 +1652,54 @@ out:
     free(search);
     free(ppath);
     return status;
+}
+
+/* ------------------------------------------------------- for the engine */
+
+struct cs_profile *cs_profile_for_this_cpu(char *const *extra, int nextra, char *why, size_t len)
+{
+    struct cpuid c;
+    struct cs_profile *p = NULL;
+    char **dirs;
+    int n;
+
+    this_cpu(&c);
+    if (!c.known) {
+        snprintf(why, len, "%s", c.why);
+        return NULL;
+    }
+    dirs = cs_profile_search_path(extra, nextra, &n);
+    p = cs_profile_match((const char *const *)dirs, n, c.vendor, c.family, c.model);
+    if (p == NULL)
+        snprintf(why, len, "no profile covers %s family %d model 0x%x (see cosched profiles)", c.vendor,
+                 c.family, c.model);
+    for (int i = 0; i < n; i++)
+        free(dirs[i]);
+    free(dirs);
+    return p;
+}
+
+struct cs_profile *cs_profile_find(const char *spec, char *const *extra, int nextra)
+{
+    struct cs_profile *p = NULL;
+    char **dirs;
+    int n, found = 0;
+
+    if (strchr(spec, '/'))
+        return cs_profile_load(spec);
+    dirs = cs_profile_search_path(extra, nextra, &n);
+    for (int i = 0; i < n && !found; i++) {
+        char *f = cs_strdup_printf("%s/%s.txt", dirs[i], spec);
+        if (access(f, R_OK) == 0) {
+            found = 1;
+            p = cs_profile_load(f);      /* a parse error is reported there */
+        }
+        free(f);
+    }
+    if (!found)
+        cs_err("--profile %s: no %s.txt in the profile search path (cosched profiles lists them)", spec, spec);
+    for (int i = 0; i < n; i++)
+        free(dirs[i]);
+    free(dirs);
+    return p;
 }

@@ -188,6 +188,13 @@ char **cs_profile_search_path(char *const *extra, int nextra, int *n);
 
 const char *cs_scope_name(enum cs_scope s);
 
+/* The profile for this machine's CPU (hwloc's CPU identification), or NULL
+ * with why filled in (nothing printed). */
+struct cs_profile *cs_profile_for_this_cpu(char *const *extra, int nextra, char *why, size_t len);
+/* --profile SPEC: a path (contains '/') or a NAME looked up as NAME.txt in the
+ * search path.  NULL after reporting. */
+struct cs_profile *cs_profile_find(const char *spec, char *const *extra, int nextra);
+
 /* `cosched profiles [--profile-path DIR] [--json] [--cpuid V:F:M] [--lint FILE...]`:
  * list the profiles and say which one matches this CPU (hwloc's CPUVendor,
  * CPUFamilyNumber, CPUModelNumber of the package) or why none does; --lint

@@ -19,10 +19,12 @@
 #include <unistd.h>
 #include "cosched.h"
 #include "cli.h"
+#include "counters.h"
+#include "profile.h"
 
 enum {
     O_POLICY = 256, O_POLICY_OPT, O_POLICY_PATH, O_QUANTUM, O_JOBS, O_TRACE, O_WINDOW, O_CPUS, O_CONTROL,
-    O_TOPOLOGY, O_THREADS, O_OUTPUT, O_OMP_ENV, O_KILL_TIMEOUT, O_PROGRESS, O_JSON, O_VERBOSE, O_QUIET, O_HELP,
+    O_TOPOLOGY, O_THREADS, O_OUTPUT, O_COUNTERS, O_PROFILE, O_PROFILE_PATH, O_RECORD, O_OMP_ENV, O_KILL_TIMEOUT, O_PROGRESS, O_JSON, O_VERBOSE, O_QUIET, O_HELP,
 };
 
 struct opt {
@@ -46,6 +48,10 @@ static const struct opt run_opts[] = {
     { "topology", 1, O_TOPOLOGY, "SPEC", "synthetic:DESC or an hwloc XML file instead of this machine" },
     { "threads", 1, O_THREADS, "N", "threads per job without threads= (default: managed core count)" },
     { "output", 1, O_OUTPUT, "MODE", "prefix (default: job output with [name] prefixes), inherit, or a directory for NAME.out/NAME.err" },
+    { "counters", 1, O_COUNTERS, "SPEC", "auto (default), likwid, perf, replay:FILE or none (see cosched-counters(5))" },
+    { "profile", 1, O_PROFILE, "NAME|FILE", "counter profile (default: the one matching this CPU; cosched profiles)" },
+    { "profile-path", 1, O_PROFILE_PATH, "DIR", "look for profiles in DIR first (repeatable)" },
+    { "record-counters", 1, O_RECORD, "FILE", "write every job's counts per step to FILE (replayable)" },
     { "omp-env", 1, O_OMP_ENV, "on|off", "set OMP_NUM_THREADS and passive OpenMP waiting for jobs (default on)" },
     { "kill-timeout", 1, O_KILL_TIMEOUT, "DURATION", "after forwarding SIGINT/SIGTERM, SIGKILL jobs after this (default 10s)" },
     { "progress", 1, O_PROGRESS, "auto|on|off", "live one-line progress on stderr (default auto: on a terminal)" },
@@ -276,9 +282,10 @@ int cs_cmd_run(int argc, char **argv)
     struct option *lo = getopt_table(run_opts);
     struct cs_engine e = { .quantum = 1.0, .omp_env = 1, .output = CS_OUT_PREFIX, .kill_timeout = 10.0 };
     const char *policy = "tft", *control = "auto", *topospec = NULL, *cpus = NULL, *jobfile = NULL,
-               *tracefile = NULL;
-    char **popts = NULL, **ppath = NULL, **search = NULL;
-    int npopts = 0, nppath = 0, nsearch = 0, threads = 0, progress = isatty(2), c, status = 2;
+               *tracefile = NULL, *counters = "auto", *profspec = NULL, *recordfile = NULL;
+    char **popts = NULL, **ppath = NULL, **search = NULL, **prpath = NULL;
+    struct cs_profile *profile = NULL;
+    int npopts = 0, nppath = 0, nsearch = 0, nprpath = 0, recording = 0, threads = 0, progress = isatty(2), c, status = 2;
     long v;
 
     opterr = 0;
@@ -338,6 +345,19 @@ int cs_cmd_run(int argc, char **argv)
                 e.output = CS_OUT_FILES;
                 e.output_dir = optarg;
             }
+            break;
+        case O_COUNTERS:
+            counters = optarg;
+            break;
+        case O_PROFILE:
+            profspec = optarg;
+            break;
+        case O_PROFILE_PATH:
+            prpath = realloc(prpath, (nprpath + 1) * sizeof *prpath);
+            prpath[nprpath++] = optarg;
+            break;
+        case O_RECORD:
+            recordfile = optarg;
             break;
         case O_OMP_ENV:
             if (parse_onoff("omp-env", optarg, -1, &e.omp_env) < 0)
@@ -438,6 +458,36 @@ int cs_cmd_run(int argc, char **argv)
     if ((e.policy = cs_policy_load(policy, search, nsearch, popts, npopts)) == NULL)
         goto bad;
 
+    /* counters: a profile (named, or the one for this CPU) and a backend */
+    if (strcmp(counters, "none") != 0) {
+        char why[256] = "";
+        if (profspec)
+            profile = cs_profile_find(profspec, prpath, nprpath);
+        else
+            profile = cs_profile_for_this_cpu(prpath, nprpath, why, sizeof why);
+        if (profile == NULL && profspec)
+            goto bad;
+        if (profile == NULL && strcmp(counters, "auto") != 0)
+            BAD("--counters %s needs a counter profile: %s; give --profile NAME|FILE", counters, why);
+        if (profile == NULL)
+            cs_info("counters: none: %s", why);
+        else if ((e.cnt = cs_counters_select(counters, profile, &e.cnt_arg)) == NULL)
+            goto bad;
+        if (e.cnt == &cs_counters_none) {
+            cs_profile_free(profile);
+            profile = NULL;
+        }
+    }
+    e.profile = profile;
+    if (recordfile) {
+        if (profile == NULL)
+            BAD("--record-counters %s: nothing is counted (no counter profile or backend; see --counters)",
+                recordfile);
+        if (cs_counters_record_open(recordfile, profile) < 0)
+            goto bad;
+        recording = 1;
+    }
+
     /* mechanism */
     if ((e.ctl = cs_control_select(control)) == NULL)
         goto bad;
@@ -454,6 +504,11 @@ int cs_cmd_run(int argc, char **argv)
     status = cs_engine_run(&e);
 
 bad:
+    if (recording)
+        cs_counters_record_close();
+    if (profile)
+        cs_profile_free(profile);
+    free(prpath);
     if (e.trace)
         fclose(e.trace);
     if (e.policy)

@@ -9,12 +9,13 @@
  * working set (3 x 8 MiB) fits in a typical server LLC, so B is reused from the
  * LLC: high inbound bandwidth into L2, little from memory.  A streaming
  * co-runner that evicts the block from the LLC sends those reads to memory and
- * slows this program down; that is what makes it "cache-sensitive".
+ * slows this program down; that is what makes it "cache-sensitive".  (Not seen
+ * on the development VM, whose host L3 of 480 MiB is not thrashed by stream.)
  *
  *   matmul [-s SECONDS | -n ITERATIONS] [-q]
  *
- * The default (DEFAULT_ITERATIONS multiplications) takes about 3.2 s with
- * 2 threads on the 2-core development VM.  -s runs whole multiplications until
+ * The default (DEFAULT_ITERATIONS multiplications) takes 3.3-3.6 s with
+ * 2 threads on the 2-core development VM (6.2-6.9 s with 1).  -s runs whole multiplications until
  * SECONDS have passed.
  *
  * Output (stdout, one line, unless -q):

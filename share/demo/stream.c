@@ -4,21 +4,22 @@
  *
  * Repeats the STREAM triad a[i] = b[i] + s * c[i] over three arrays that are
  * far larger than the cache a job can count on, so that nearly every byte comes
- * from memory and the program saturates the memory link rather than a core.
- * Such a job gains little from a second core and slows down the jobs that share
- * its memory link and last-level cache.
+ * from memory: the program is bound by the memory link, not by a core.  Once
+ * its threads saturate the link, more cores do not help it, and it slows down
+ * the jobs that share the link and the last-level cache.
  *
  *   stream [-s SECONDS | -n ITERATIONS] [-m MIB] [-q]
  *
  * The default is a fixed amount of work (DEFAULT_ITERATIONS triads over
- * 3 x 64 MiB) that takes about 3 s with 2 threads on the 2-core development VM.
+ * 3 x 64 MiB) that takes 3-3.7 s with 2 threads on the 2-core development VM
+ * (6.2-6.9 s with 1: one core does not saturate its memory link there).
  * -s runs whole triads until SECONDS have passed instead.  -m changes the size
  * of each array: on this VM 64 MiB arrays stream at the same rate as 1 GiB ones
  * although the (host) L3 reports 480 MiB; raise -m on a machine whose LLC really
  * holds 192 MiB.
  *
  * Output (stdout, one line, unless -q):
- *   stream: 400 iterations, 2 threads, 3.02 s, 27.9 GB/s, 192 MiB, checksum 6.710886e+07
+ *   stream: 400 iterations, 2 threads, 3.36 s, 24.0 GB/s, 192 MiB, checksum 5.872026e+07
  * Bytes counted per triad are 3 x array size, as in STREAM (no write-allocate).
  * Bad arguments: one line on stderr, exit 2.
  */
@@ -147,10 +148,10 @@ int main(int argc, char **argv)
 	/* a[i] = 1 + 3 * 2 everywhere. */
 	int ok = sum == 7.0 * (double)n;
 
+	double gbs = 3.0 * (double)n * sizeof(double) * (double)done / elapsed / 1e9;
 	if (!quiet)
 		printf(PROG ": %ld iterations, %d thread%s, %.2f s, %.1f GB/s, %ld MiB, checksum %.6e\n",
-		       done, threads, threads == 1 ? "" : "s", elapsed, 3.0 * (double)n * sizeof(double) * done / elapsed / 1e9,
-		       3 * mib, sum);
+		       done, threads, threads == 1 ? "" : "s", elapsed, gbs, 3 * mib, sum);
 	free(a);
 	free(b);
 	free(cc);

@@ -1,0 +1,65 @@
+#!/usr/bin/env bats
+# 16-characterize: the characterization protocol (lua/cosched/characterize.lua,
+# paper 001 Sec. 4.4 with Sec. 3.1 and 6).  tests/lua/test_characterize.lua
+# drives the module with deterministic fake snapshots (one LLC of 8 cores; 2
+# packages x 2 LLCs x 4 cores; 4 cores x 2 hardware threads) and Table 2's
+# bandwidths (tests/fixtures/table2.csv); here we run it and require every
+# line of its TAP output to pass.  Pure Lua: needs only the lua5.4
+# interpreter, no root, no build.
+
+load helpers/common
+
+setup() {
+    LUA=${LUA:-lua5.4}
+    command -v "$LUA" >/dev/null || { echo "the $LUA interpreter is missing (Debian package lua5.4)" >&2; return 1; }
+}
+
+# characterize CODE: run CODE with `ch` = require "cosched.characterize" from the source tree
+characterize() {
+    run "$LUA" -e "package.path = '$COSCHED_SRCDIR/lua/?.lua;' .. package.path
+                   local ch = require 'cosched.characterize'
+                   $1"
+}
+
+@test "characterize: every test of the Lua script passes" {
+    run "$LUA" "$COSCHED_SRCDIR/tests/lua/test_characterize.lua" "$COSCHED_SRCDIR"
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [[ ${lines[0]} =~ ^1\.\.[0-9]+$ ]]
+    local plan=${lines[0]#1..} line n=0
+    [ "$plan" -gt 0 ]
+    # every line after the plan is "ok N - ..." with N counting up from 1
+    for line in "${lines[@]:1}"; do
+        n=$((n + 1))
+        [[ $line =~ ^ok\ $n\ -\  ]] || { echo "line $n is not ok: $line" >&2; return 1; }
+    done
+    assert_equal "$n" "$plan" "test lines"
+}
+
+@test "characterize: every row of Table 2 is classified as the paper does" {
+    run "$LUA" "$COSCHED_SRCDIR/tests/lua/test_characterize.lua" "$COSCHED_SRCDIR"
+    echo "$output"
+    local app n=0
+    while IFS=, read -r app _; do
+        case $app in '#'*|app|'') continue ;; esac
+        n=$((n + 1))
+        grep -Eq "^ok [0-9]+ - Table 2 ${app//./\\.}: " <<<"$output" || { echo "row $app did not pass" >&2; return 1; }
+    done < "$COSCHED_SRCDIR/tests/fixtures/table2.csv"
+    assert_equal "$n" 19 "number of fixture rows"
+}
+
+@test "characterize: a bad parameter is refused with its name and the accepted range" {
+    characterize "ch.new{ phase_threshold = '-0.2' }"
+    echo "status: $status"
+    echo "output: $output"
+    [ "$status" -ne 0 ]
+    assert_contains "$output" "characterize.new: phase_threshold must be a number > 0, got '-0.2'"
+}
+
+@test "characterize: an unknown parameter is refused, listing the accepted ones" {
+    characterize "ch.new{ standalone_quantum = 2 }"
+    echo "status: $status"
+    echo "output: $output"
+    [ "$status" -ne 0 ]
+    assert_contains "$output" "characterize.new: unknown parameter 'standalone_quantum' (accepted: "
+}
