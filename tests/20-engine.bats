@@ -184,3 +184,13 @@ assert steps[-1]["end"] < 4.0, steps[-1]
 assert any(s["end"] - s["start"] < s["planned"] * 0.5 for s in steps), steps
 PY
 }
+
+@test "progress line on a terminal, none when stderr is not one" {
+    command -v script >/dev/null || skip "script(1) not installed (bsdutils)"
+    script -qec "'$COSCHED' run --policy gang --quantum 50ms -- '$PROGS/spin' -c 0.1 ::: '$PROGS/spin' -c 0.1" /dev/null > tty.out
+    grep -q "epoch" tty.out
+    grep -q "completed" tty.out
+    run "$COSCHED" run --policy gang --quantum 50ms -- "$PROGS/spin" -c 0.1
+    [ "$status" -eq 0 ]
+    ! echo "$output" | grep -q "completed"
+}

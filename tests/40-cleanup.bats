@@ -175,3 +175,27 @@ LUA
 
     no_cosched_leftovers
 }
+
+@test "a policy that allocates without bound hits the memory cap; jobs keep running" {
+    mkdir pol
+    printf 'return { api = 1, name = "hog", description = "x", plan = function(s) local t = {} for i = 1, 1e9 do t[i] = {i} end end }\n' > pol/hog.lua
+    run "$COSCHED" run --policy-path pol --policy hog --quantum 1s -- "$PROGS/spin" -c 0.2
+    echo "$output"
+    [ "$status" -eq 0 ]
+    assert_contains "$output" "memory limit"
+    no_cosched_leftovers
+}
+
+@test "a policy for another API version, or one that writes to the snapshot, is refused clearly" {
+    mkdir pol
+    printf 'return { api = 2, name = "future", description = "x", plan = function(s) return {} end }\n' > pol/future.lua
+    run "$COSCHED" run --policy-path pol --policy future -- true
+    [ "$status" -eq 2 ]
+    assert_contains "$output" "written for policy API 2, this cosched supports 1"
+    printf 'return { api = 1, name = "writer", description = "x",\n plan = function(s)\n s.epoch = 5\n end }\n' > pol/writer.lua
+    run "$COSCHED" run --policy-path pol --policy writer --quantum 50ms -- "$PROGS/spin" -c 0.1
+    echo "$output"
+    [ "$status" -eq 0 ]
+    assert_contains "$output" "writer.lua:3:"
+    assert_contains "$output" "read-only"
+}
