@@ -73,8 +73,7 @@ struct cg1_job {
     char dir[NCTL][PATH_MAX];   /* per hierarchy, same index as h */
     char record[REC_MAX];
     pid_t live;                 /* leader of the current instance, 0: none */
-    uint64_t reaped_ns;         /* without cpuacct: reaped instances */
-    uint64_t last_ns;           /* last value returned: kept monotonic */
+    struct cs_proc_cpu cpu;     /* without cpuacct: /proc accounting; always: monotonic */
 };
 
 static int locate(struct cg1 *st, char *why, size_t len)
@@ -451,11 +450,11 @@ static int cg1_cpu_time(struct cs_engine *e, struct cs_job *j, uint64_t *ns)
 {
     struct cg1 *st = e->ctl_state;
     struct cg1_job *cj = j->ctl;
-    uint64_t v = cj->reaped_ns;
 
     if (st->at[C_CPUACCT] >= 0) {
         const char *dir = cj->dir[st->at[C_CPUACCT]];
         char buf[64], *end;
+        uint64_t v;
         if (cs_cg_read(dir, "cpuacct.usage", buf, sizeof buf) < 0) {
             cs_err(WHO ": cannot read %s/cpuacct.usage: %s", dir, strerror(errno));
             return -1;
@@ -465,18 +464,10 @@ static int cg1_cpu_time(struct cs_engine *e, struct cs_job *j, uint64_t *ns)
             cs_err(WHO ": %s/cpuacct.usage holds '%s', expected a number of ns", dir, buf);
             return -1;
         }
-    } else if (cj->live) {
-        uint64_t live;
-        if (cs_proc_cputime_pgrp(cj->live, &live) < 0)
-            return -1;
-        v += live;
+        *ns = cs_proc_cpu_monotonic(&cj->cpu, v);
+        return 0;
     }
-    /* /proc sums drop processes reaped outside the group: never go back */
-    if (v < cj->last_ns)
-        v = cj->last_ns;
-    cj->last_ns = v;
-    *ns = v;
-    return 0;
+    return cs_proc_cpu_read(&cj->cpu, cj->live, ns);
 }
 
 static void cg1_instance_ended(struct cs_engine *e, struct cs_job *j, const struct rusage *ru)
@@ -485,8 +476,7 @@ static void cg1_instance_ended(struct cs_engine *e, struct cs_job *j, const stru
 
     if (!cj)
         return;
-    cj->reaped_ns += (uint64_t)(ru->ru_utime.tv_sec + ru->ru_stime.tv_sec) * 1000000000ull
-                   + (uint64_t)(ru->ru_utime.tv_usec + ru->ru_stime.tv_usec) * 1000ull;
+    cs_proc_cpu_reaped(&cj->cpu, ru);
     cj->live = 0;
 }
 

@@ -48,7 +48,8 @@ void cs_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)
 
 /* ---------------------------------------------------------------- utils */
 double cs_now(void);                                  /* CLOCK_MONOTONIC, s */
-/* Parse a duration ("1s", "250ms", "2.5", "100us"; plain number = seconds).
+/* Parse a duration ("1s", "250ms", "2.5", "100us", "5m"/"5min", "2h", "30d";
+ * plain number = seconds).
  * 0 and sets *out on success; -1 if malformed. */
 int cs_parse_duration(const char *s, double *out);
 /* Parse an integer in [lo, hi]; -1 if malformed or out of range. */
@@ -150,6 +151,12 @@ struct cs_job {
     uint64_t steps_live;       /* steps this job was live in (replay keys on it) */
     double *metric;            /* last step's metrics in profile order (NaN: unknown) */
     int metric_flags;          /* CS_COUNTS_* of the last step, 0 if none */
+    /* profile store (store.c): the key, the entry the store held when the
+     * job was set up (NULL: none, or --reprofile), the last result a policy
+     * handed back (NULL: none).  Freed by cs_store_job_free(). */
+    struct cs_store_key *store_key;
+    struct cs_stored *stored;
+    struct cs_stored *result;
 };
 
 /* Job file: see cosched(1) JOB FILES.  Returns number of jobs appended or -1
@@ -220,6 +227,14 @@ const struct cs_control_ops *cs_control_by_name(const char *name);
 int cs_affinity_pgrp(pid_t pgid, hwloc_const_bitmap_t cpus);
 /* Sum utime+stime(+cutime+cstime) of processes in pgid, ns. */
 int cs_proc_cputime_pgrp(pid_t pgid, uint64_t *ns);
+/* CPU time of a job counted from /proc, for backends without cgroup
+ * accounting: the reaped instances (rusage) plus the live process group,
+ * never going back (a member reaped outside the group drops out of /proc). */
+struct cs_proc_cpu { uint64_t reaped_ns, last_ns; };
+int cs_proc_cpu_read(struct cs_proc_cpu *a, pid_t live_pgid, uint64_t *ns);
+void cs_proc_cpu_reaped(struct cs_proc_cpu *a, const struct rusage *ru);
+/* Keep a counter monotonic: the larger of v and the last value returned. */
+uint64_t cs_proc_cpu_monotonic(struct cs_proc_cpu *a, uint64_t v);
 
 /* Helpers shared by the control backends and their rescue code (proc.c,
  * cgroup2.c); not for the engine.  who ("cgroup1") prefixes messages. */
@@ -289,6 +304,51 @@ void cs_policy_free(struct cs_policy *p);
 /* List policies found in the search path: name, one-line description, file. */
 int cs_policy_list(char **search, int nsearch, FILE *f);
 
+/* ---------------------------------------------------------- profile store */
+/*
+ * Characterization results kept between runs (store.c; cosched(1) PROFILE
+ * STORE), one JSON file per key: the job's executable (resolved path and its
+ * ELF build id, else a 64-bit FNV-1a hash of its contents), its arguments,
+ * its thread count and this machine's CPU model (hwloc).
+ *
+ *   run.c:    s = cs_store_open(...); per job: cs_store_job(s, j, exe)
+ *               -> j->stored (what the policy sees as job.stored)
+ *   policy.c: plan() returns steps, results -> cs_store_result(s, j, r)
+ *               -> j->result, and the file written (atomically)
+ *   run.c:    cs_store_job_free(j) for every job; cs_store_close(s)
+ */
+struct cs_stored {
+    char cls;                  /* 'S', 'C', 'N'; 0: unknown (results only) */
+    double ipc_standalone, ipc_folded, fp, mpki;   /* NaN: not measured */
+    double bw_l1, bw_l2, bw_llc;                   /* GB/s; NaN: not measured */
+    int cores_standalone, cores_folded;            /* 0: unknown */
+    int gang_only;
+    int degraded;              /* results only: nothing (usable) was counted; never stored */
+    double created;            /* Unix time the result was made */
+    int written;               /* results only: cs_store_result() wrote it */
+};
+struct cs_store;
+struct cs_store_key;
+/* dir: NULL for the default ($XDG_CACHE_HOME/cosched/profiles, else
+ * ~/.cache/cosched/profiles), "none" for no store (returns NULL, as when
+ * there is no default).  ttl: seconds after which entries are ignored.
+ * reprofile: look nothing up (results are still written).  machine: this
+ * machine's hwloc topology for the CPU model, or NULL to load it. */
+struct cs_store *cs_store_open(const char *dir, double ttl, int reprofile, hwloc_topology_t machine);
+void cs_store_close(struct cs_store *s);
+const char *cs_store_dir(const struct cs_store *s);
+/* Key job j (exe: its command as found) and look it up into j->stored.
+ * s NULL: nothing.  -1 after a warning when the key cannot be made (the job
+ * runs, its results are not stored). */
+int cs_store_job(struct cs_store *s, struct cs_job *j, const char *exe);
+/* A result for j: kept in j->result (created set to now) and, unless s is
+ * NULL, r is degraded or its class unknown, written to the store.  -1 after
+ * a warning when it could not be written. */
+int cs_store_result(struct cs_store *s, struct cs_job *j, const struct cs_stored *r);
+void cs_store_job_free(struct cs_job *j);
+/* The store file of j's key (NULL: no key). */
+const char *cs_store_job_file(const struct cs_job *j);
+
 /* ---------------------------------------------------------------- engine */
 enum cs_output_mode { CS_OUT_PREFIX, CS_OUT_FILES, CS_OUT_INHERIT };
 
@@ -323,6 +383,12 @@ struct cs_engine {
     int nfallbacks;
     double switch_us_total; uint64_t switches;
     void *ctl_state;                   /* backend private */
+
+    /* profile store (NULL: none) and a hook called after every plan() that
+     * succeeded, once its results are stored (NULL: none) */
+    struct cs_store *store;
+    void (*on_plan)(struct cs_engine *e);
+    void *on_plan_arg;
 };
 
 int cs_engine_run(struct cs_engine *e);  /* exit status for main() */

@@ -918,3 +918,33 @@ int cs_rec_split(char *rec, char **fields, int max)
     }
     return n;
 }
+
+/* ------------------------------------------------ CPU time from /proc */
+
+uint64_t cs_proc_cpu_monotonic(struct cs_proc_cpu *a, uint64_t v)
+{
+    if (v < a->last_ns)
+        v = a->last_ns;
+    a->last_ns = v;
+    return v;
+}
+
+int cs_proc_cpu_read(struct cs_proc_cpu *a, pid_t live_pgid, uint64_t *ns)
+{
+    uint64_t v = a->reaped_ns;
+
+    if (live_pgid > 0) {
+        uint64_t live;
+        if (cs_proc_cputime_pgrp(live_pgid, &live) < 0)
+            return -1;
+        v += live;
+    }
+    *ns = cs_proc_cpu_monotonic(a, v);
+    return 0;
+}
+
+void cs_proc_cpu_reaped(struct cs_proc_cpu *a, const struct rusage *ru)
+{
+    a->reaped_ns += (uint64_t)(ru->ru_utime.tv_sec + ru->ru_stime.tv_sec) * 1000000000ull
+                  + (uint64_t)(ru->ru_utime.tv_usec + ru->ru_stime.tv_usec) * 1000ull;
+}

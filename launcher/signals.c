@@ -66,8 +66,7 @@ struct sig_job {
     pid_t live;                 /* group of the current instance, 0: none */
     pid_t *extra;               /* stopped members outside the group */
     size_t nextra;
-    uint64_t reaped_ns;         /* CPU time of reaped instances */
-    uint64_t last_ns;           /* last value returned: kept monotonic */
+    struct cs_proc_cpu cpu;     /* CPU time: reaped instances + the live group */
     char record[REC_MAX];
 };
 
@@ -336,19 +335,8 @@ static int sig_thaw(struct cs_engine *e, struct cs_job *j)
 static int sig_cpu_time(struct cs_engine *e, struct cs_job *j, uint64_t *ns)
 {
     struct sig_job *sj = j->ctl;
-    uint64_t v = sj->reaped_ns;
 
-    if (sj->live) {
-        uint64_t live;
-        if (cs_proc_cputime_pgrp(sj->live, &live) < 0)
-            return -1;
-        v += live;
-    }
-    if (v < sj->last_ns)                    /* a member reaped outside the group */
-        v = sj->last_ns;
-    sj->last_ns = v;
-    *ns = v;
-    return 0;
+    return cs_proc_cpu_read(&sj->cpu, sj->live, ns);
 }
 
 static void sig_instance_ended(struct cs_engine *e, struct cs_job *j, const struct rusage *ru)
@@ -357,8 +345,7 @@ static void sig_instance_ended(struct cs_engine *e, struct cs_job *j, const stru
 
     if (!sj)
         return;
-    sj->reaped_ns += (uint64_t)(ru->ru_utime.tv_sec + ru->ru_stime.tv_sec) * 1000000000ull
-                   + (uint64_t)(ru->ru_utime.tv_usec + ru->ru_stime.tv_usec) * 1000ull;
+    cs_proc_cpu_reaped(&sj->cpu, ru);
     if (sj->live)
         let_go(e->ctl_state, sj, j, 1);
 }

@@ -42,44 +42,7 @@
 #define N 1024
 #define JB 512
 
-static _Noreturn void bad_usage(const char *what, const char *arg)
-{
-	if (arg)
-		fprintf(stderr, PROG ": %s '%s'; " USAGE "\n", what, arg);
-	else
-		fprintf(stderr, PROG ": %s; " USAGE "\n", what);
-	exit(2);
-}
-
-static double parse_seconds(const char *s)
-{
-	char *end;
-	errno = 0;
-	double v = strtod(s, &end);
-	if (errno || end == s || *end || !isfinite(v) || v <= 0 || v > 1e6)
-		bad_usage("-s wants a number of seconds > 0, got", s);
-	return v;
-}
-
-static long parse_count(const char *opt, const char *s, long max)
-{
-	char *end;
-	errno = 0;
-	long v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < 1 || v > max) {
-		char what[80];
-		snprintf(what, sizeof what, "%s wants an integer from 1 to %ld, got", opt, max);
-		bad_usage(what, s);
-	}
-	return v;
-}
-
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
+#include "demo.h"
 
 /* Small exact values: every product and partial sum is an exact double. */
 static double a_val(int i, int k) { return (double)((i + 2 * k) % 7) * 0.25; }
