@@ -4,6 +4,10 @@
 #include <stdio.h>
 
 int cs_cmd_run(int argc, char **argv);
+/* `cosched classify [options] -- CMD [ARGS]`: characterize one program
+ * alone (policy classify), print and store the result.  0 when a result was
+ * printed, 1 when the program failed before one, 2 usage. */
+int cs_cmd_classify(int argc, char **argv);
 int cs_cmd_topology(int argc, char **argv);
 int cs_cmd_policies(int argc, char **argv);
 

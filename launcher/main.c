@@ -14,6 +14,7 @@ static const struct {
     const char *help;
 } commands[] = {
     { "run", cs_cmd_run, "co-schedule jobs on this node under a policy" },
+    { "classify", cs_cmd_classify, "characterize one program (class, IPC, FP, bandwidths) and store the result" },
     { "topology", cs_cmd_topology, "show the node's cores, LLC domains and NUMA nodes (hwloc)" },
     { "policies", cs_cmd_policies, "list the policies found in the policy search path" },
     { "profiles", cs_cmd_profiles, "list the counter profiles and say which one matches this CPU (--lint FILE...)" },
@@ -44,6 +45,6 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (strcmp(argv[1], commands[i].name) == 0)
             return commands[i].fn(argc - 1, argv + 1);
-    cs_err("unknown command '%s' (known: run, topology, policies, profiles; see cosched --help)", argv[1]);
+    cs_err("unknown command '%s' (known: run, classify, topology, policies, profiles; see cosched --help)", argv[1]);
     return 2;
 }

@@ -38,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include <lua.h>
 #include <lauxlib.h>
@@ -94,6 +95,10 @@ struct cs_policy {
     struct cs_engine *e;
     struct cs_plan *out;
     hwloc_bitmap_t tmp, used, nodes;
+    /* plan()'s second result: characterizations to store (cs_policy_plan
+     * stores them once the call is over, outside its time limit) */
+    struct { int job; struct cs_stored r; } *res;
+    int nres;
 
     char warnbuf[512];
     size_t warnlen;
@@ -964,6 +969,7 @@ void cs_policy_free(struct cs_policy *p)
     free(p->dir);
     free(p->moddir);
     free(p->description);
+    free(p->res);
     free(p);
 }
 
@@ -1406,6 +1412,44 @@ static void push_metrics(lua_State *L, const struct cs_engine *e, const struct c
     lua_setfield(L, -2, "metrics");
 }
 
+/* job.stored = { class =, ipc_standalone =, ..., bw = { l1 =, l2 =, llc = },
+ * gang_only =, age = seconds }: what the profile store held for the job */
+static void push_stored(lua_State *L, const struct cs_stored *r)
+{
+    char c[2] = { r->cls, 0 };
+    double age = (double)time(NULL) - r->created;
+
+    lua_createtable(L, 0, 10);
+    lua_pushstring(L, c);
+    lua_setfield(L, -2, "class");
+    if (isfinite(r->ipc_standalone))
+        set_num(L, "ipc_standalone", r->ipc_standalone);
+    if (isfinite(r->ipc_folded))
+        set_num(L, "ipc_folded", r->ipc_folded);
+    if (isfinite(r->fp))
+        set_num(L, "fp", r->fp);
+    if (isfinite(r->mpki))
+        set_num(L, "mpki", r->mpki);
+    lua_createtable(L, 0, 3);
+    if (isfinite(r->bw_l1))
+        set_num(L, "l1", r->bw_l1);
+    if (isfinite(r->bw_l2))
+        set_num(L, "l2", r->bw_l2);
+    if (isfinite(r->bw_llc))
+        set_num(L, "llc", r->bw_llc);
+    ro_wrap(L);
+    lua_setfield(L, -2, "bw");
+    if (r->cores_standalone > 0)
+        set_int(L, "cores_standalone", r->cores_standalone);
+    if (r->cores_folded > 0)
+        set_int(L, "cores_folded", r->cores_folded);
+    lua_pushboolean(L, r->gang_only);
+    lua_setfield(L, -2, "gang_only");
+    set_num(L, "age", age > 0 ? age : 0);
+    ro_wrap(L);
+    lua_setfield(L, -2, "stored");
+}
+
 static void push_job(lua_State *L, struct cs_policy *p, const struct cs_job *j)
 {
     lua_createtable(L, 0, 16);
@@ -1428,6 +1472,8 @@ static void push_job(lua_State *L, struct cs_policy *p, const struct cs_job *j)
     lua_setfield(L, -2, "frozen");
     push_cpulist(L, p, j->cpus, NULL);
     lua_setfield(L, -2, "cpus");
+    if (j->stored)
+        push_stored(L, j->stored);
     if (j->last_step_wall > 0) {
         lua_createtable(L, 0, 3);
         set_num(L, "wall", j->last_step_wall);
@@ -1729,6 +1775,138 @@ static void convert_plan(lua_State *L, struct cs_policy *p, int res, struct cs_j
     }
 }
 
+/* A number field of a result: NaN when absent; lo: lowest value (or -HUGE_VAL). */
+static double result_num(lua_State *L, int t, const char *k, double lo, int i, int id, const char *f)
+{
+    double v;
+    lua_getfield(L, t, k);
+    if (lua_isnil(L, -1)) {
+        lua_pop(L, 1);
+        return NAN;
+    }
+    if (lua_type(L, -1) != LUA_TNUMBER)
+        verror(L, "characterized[%d] (job %d): %s%s must be a number (it is %s)", i, id, f, k,
+               luaL_typename(L, -1));
+    v = lua_tonumber(L, -1);
+    if (!isfinite(v) || v < lo)
+        verror(L, "characterized[%d] (job %d): %s%s = %f must be finite%s", i, id, f, k, v,
+               lo > -HUGE_VAL ? " and >= 0" : "");
+    lua_pop(L, 1);
+    return v;
+}
+
+/* plan()'s optional second result: { { id =, class =, ipc_standalone =, ...}, ... } */
+static void convert_results(lua_State *L, struct cs_policy *p, int res, struct cs_job **live, int nlive)
+{
+    static const char *const fields[] = { "id", "class", "ipc_standalone", "ipc_folded", "fp", "mpki", "bw",
+                                          "gang_only", "degraded", "cores_standalone", "cores_folded", NULL };
+    static const char *const bw_fields[] = { "l1", "l2", "llc", NULL };
+    const char *list = "id, class, ipc_standalone, ipc_folded, fp, mpki, bw, gang_only, degraded, "
+                       "cores_standalone, cores_folded";
+    lua_Integer n, i;
+
+    p->nres = 0;
+    if (lua_isnil(L, res))
+        return;
+    if (!lua_istable(L, res))
+        verror(L, "plan() returned %s as its second value, expected a list of characterization "
+               "results { { id = ..., class = ... }, ... }", luaL_typename(L, res));
+    n = luaL_len(L, res);
+    if (n > nlive)
+        verror(L, "plan() returned %d characterization results for %d live job%s", (int)n, nlive,
+               nlive == 1 ? "" : "s");
+    p->res = realloc(p->res, sizeof *p->res * (size_t)(n + 1));
+    if (!p->res)
+        luaL_error(L, "out of memory");
+    for (i = 1; i <= n; i++) {
+        struct cs_stored *r = &p->res[i - 1].r;
+        int t, ok, id = -1, k;
+        long long v;
+
+        memset(r, 0, sizeof *r);
+        lua_geti(L, res, i);
+        t = lua_gettop(L);
+        if (!lua_istable(L, t))
+            verror(L, "characterized[%d] is %s, expected { id = ..., class = ..., ... }", (int)i,
+                   luaL_typename(L, t));
+        lua_getfield(L, t, "id");
+        v = int_at(L, -1, &ok);
+        if (lua_isnil(L, -1))
+            verror(L, "characterized[%d] has no id", (int)i);
+        if (!ok)
+            verror(L, "characterized[%d]: id %s is not an integer", (int)i, describe(L, -1));
+        for (k = 0; k < nlive; k++)
+            if (live[k]->id == v)
+                id = (int)v;
+        if (id < 0)
+            verror(L, "characterized[%d]: job %d is not a live job", (int)i,
+                   (int)(v < INT_MIN ? INT_MIN : v > INT_MAX ? INT_MAX : v));
+        for (k = 0; k < i - 1; k++)
+            if (p->res[k].job == id)
+                verror(L, "characterized[%d]: job %d appears twice", (int)i, id);
+        lua_pop(L, 1);
+        p->res[i - 1].job = id;
+        check_fields(L, t, fields, lua_pushfstring(L, "characterized[%d] (job %d): ", (int)i, id), list);
+        lua_pop(L, 1);
+
+        lua_getfield(L, t, "class");
+        if (lua_type(L, -1) != LUA_TSTRING)
+            verror(L, "characterized[%d] (job %d): class must be \"S\", \"C\", \"N\" or \"unknown\" (it is %s)",
+                   (int)i, id, luaL_typename(L, -1));
+        const char *c = lua_tostring(L, -1);
+        if (!strcmp(c, "S") || !strcmp(c, "C") || !strcmp(c, "N"))
+            r->cls = c[0];
+        else if (strcmp(c, "unknown") != 0)
+            verror(L, "characterized[%d] (job %d): class '%s' is not \"S\", \"C\", \"N\" or \"unknown\"",
+                   (int)i, id, c);
+        lua_pop(L, 1);
+        r->ipc_standalone = result_num(L, t, "ipc_standalone", 0, (int)i, id, "");
+        r->ipc_folded = result_num(L, t, "ipc_folded", 0, (int)i, id, "");
+        r->fp = result_num(L, t, "fp", -HUGE_VAL, (int)i, id, "");
+        r->mpki = result_num(L, t, "mpki", 0, (int)i, id, "");
+        r->bw_l1 = r->bw_l2 = r->bw_llc = NAN;
+        lua_getfield(L, t, "bw");
+        if (!lua_isnil(L, -1)) {
+            int b = lua_gettop(L);
+            if (!lua_istable(L, b))
+                verror(L, "characterized[%d] (job %d): bw must be a table { l1 =, l2 =, llc = } (it is %s)",
+                       (int)i, id, luaL_typename(L, b));
+            check_fields(L, b, bw_fields, lua_pushfstring(L, "characterized[%d] (job %d): bw: ", (int)i, id),
+                         "l1, l2, llc");
+            lua_pop(L, 1);
+            r->bw_l1 = result_num(L, b, "l1", 0, (int)i, id, "bw.");
+            r->bw_l2 = result_num(L, b, "l2", 0, (int)i, id, "bw.");
+            r->bw_llc = result_num(L, b, "llc", 0, (int)i, id, "bw.");
+        }
+        lua_pop(L, 1);
+        const char *flags[2] = { "gang_only", "degraded" };
+        int *fv[2] = { &r->gang_only, &r->degraded };
+        for (k = 0; k < 2; k++) {
+            lua_getfield(L, t, flags[k]);
+            if (!lua_isnil(L, -1) && !lua_isboolean(L, -1))
+                verror(L, "characterized[%d] (job %d): %s must be true or false (it is %s)", (int)i, id,
+                       flags[k], luaL_typename(L, -1));
+            *fv[k] = lua_toboolean(L, -1);
+            lua_pop(L, 1);
+        }
+        const char *cores[2] = { "cores_standalone", "cores_folded" };
+        int *cv[2] = { &r->cores_standalone, &r->cores_folded };
+        for (k = 0; k < 2; k++) {
+            lua_getfield(L, t, cores[k]);
+            if (!lua_isnil(L, -1)) {
+                v = int_at(L, -1, &ok);
+                if (!ok || v < 1 || v > 1000000)
+                    verror(L, "characterized[%d] (job %d): %s must be an integer >= 1 (it is %s)", (int)i,
+                           id, cores[k], describe(L, -1));
+                *cv[k] = (int)v;
+            }
+            lua_pop(L, 1);
+        }
+        lua_settop(L, t - 1);
+    }
+    p->nres = (int)n;
+}
+
 static int plan_protected(lua_State *L)
 {
     struct cs_policy *p = getp(L);
@@ -1739,9 +1917,10 @@ static int plan_protected(lua_State *L)
     live = live_jobs(L, p->e, &nlive);
     lua_rawgeti(L, LUA_REGISTRYINDEX, p->plan_ref);
     push_snapshot(L, p, p->e, live, nlive);
-    lua_call(L, 1, 1);
-    res = lua_gettop(L);
+    lua_call(L, 1, 2);
+    res = lua_gettop(L) - 1;
     convert_plan(L, p, res, live, nlive);
+    convert_results(L, p, res + 1, live, nlive);
     return 0;
 }
 
@@ -1773,6 +1952,13 @@ int cs_policy_plan(struct cs_policy *p, struct cs_engine *e, struct cs_plan *pla
              plan->nsteps == 1 ? "" : "s", p->mem_used >> 10);
     p->e = NULL;
     p->out = NULL;
+    for (int i = 0; i < p->nres; i++)
+        for (int k = 0; k < e->njobs; k++)
+            if (e->jobs[k] && e->jobs[k]->id == p->res[i].job)
+                cs_store_result(e->store, e->jobs[k], &p->res[i].r);
+    p->nres = 0;
+    if (e->on_plan)
+        e->on_plan(e);
     return 0;
 }
 

@@ -1,21 +1,26 @@
 /*
- * run.c - `cosched run`, `cosched topology`, `cosched policies`.
+ * run.c - `cosched run`, `cosched classify`, `cosched topology`, `cosched policies`.
  *
  * All checking happens here, before anything is started: options, job files,
  * commands (found and executable), cores, topology, policy, control backend.
  * A bad input gives one message naming it and exit status 2; nothing runs.
  *
  * Options are one declarative table (name, argument, help) from which both
- * getopt_long's table and --help are made.
+ * getopt_long's table and --help are made.  `cosched classify` takes the run
+ * options listed in classify_ids plus its own, and shares run's parser.
  */
 #include "config.h"
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
 #include <pwd.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <math.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include "cosched.h"
 #include "cli.h"
@@ -25,6 +30,7 @@
 enum {
     O_POLICY = 256, O_POLICY_OPT, O_POLICY_PATH, O_QUANTUM, O_JOBS, O_TRACE, O_WINDOW, O_CPUS, O_CONTROL,
     O_TOPOLOGY, O_THREADS, O_OUTPUT, O_COUNTERS, O_PROFILE, O_PROFILE_PATH, O_RECORD, O_OMP_ENV, O_KILL_TIMEOUT, O_PROGRESS, O_JSON, O_VERBOSE, O_QUIET, O_HELP,
+    O_STORE, O_STORE_TTL, O_REPROFILE, O_TO_END,
 };
 
 struct opt {
@@ -55,11 +61,40 @@ static const struct opt run_opts[] = {
     { "omp-env", 1, O_OMP_ENV, "on|off", "set OMP_NUM_THREADS and passive OpenMP waiting for jobs (default on)" },
     { "kill-timeout", 1, O_KILL_TIMEOUT, "DURATION", "after forwarding SIGINT/SIGTERM, SIGKILL jobs after this (default 10s)" },
     { "progress", 1, O_PROGRESS, "auto|on|off", "live one-line progress on stderr (default auto: on a terminal)" },
+    { "store", 1, O_STORE, "DIR|none", "profile store (default $XDG_CACHE_HOME/cosched/profiles or ~/.cache/cosched/profiles)" },
+    { "store-ttl", 1, O_STORE_TTL, "DURATION", "ignore stored profiles older than this (default 30d; e.g. 12h, 90m)" },
+    { "reprofile", 0, O_REPROFILE, NULL, "ignore stored profiles (new results still replace them)" },
     { "verbose", 0, O_VERBOSE, NULL, "more messages (repeat for debug)" },
     { "quiet", 0, O_QUIET, NULL, "only warnings and errors" },
     { "help", 0, O_HELP, NULL, "this text" },
     { NULL, 0, 0, NULL, NULL },
 };
+
+/* The run options that make sense for classify, then its own. */
+static const int classify_ids[] = {
+    O_POLICY_OPT, O_QUANTUM, O_CPUS, O_CONTROL, O_THREADS, O_COUNTERS, O_PROFILE, O_PROFILE_PATH, O_OMP_ENV,
+    O_KILL_TIMEOUT, O_STORE, O_STORE_TTL, O_REPROFILE, O_VERBOSE, O_QUIET, 0,
+};
+static const struct opt classify_own[] = {
+    { "to-end", 0, O_TO_END, NULL, "let the program run to its end (default: stop it once characterized)" },
+    { "json", 0, O_JSON, NULL, "print the result as JSON on stdout" },
+    { "help", 0, O_HELP, NULL, "this text" },
+    { NULL, 0, 0, NULL, NULL },
+};
+
+static struct opt *classify_table(void)
+{
+    static struct opt t[sizeof run_opts / sizeof run_opts[0] + sizeof classify_own / sizeof classify_own[0]];
+    int n = 0;
+    for (const struct opt *o = run_opts; o->name; o++)
+        for (const int *id = classify_ids; *id; id++)
+            if (o->id == *id)
+                t[n++] = *o;
+    for (const struct opt *o = classify_own; o->name; o++)
+        t[n++] = *o;
+    t[n] = (struct opt){ NULL, 0, 0, NULL, NULL };
+    return t;
+}
 
 static const struct opt topo_opts[] = {
     { "json", 0, O_JSON, NULL, "print JSON" },
@@ -277,15 +312,59 @@ static int parse_onoff(const char *opt, const char *v, int autoval, int *out)
     return 0;
 }
 
+/* `cosched classify` state (NULL for `cosched run`). */
+struct classify {
+    int to_end, json;
+    double stop_sent;              /* when SIGTERM went to the job, 0: not yet */
+    int kill_sent, saved_verbosity;
+    int from_store;                /* the result is the stored entry: nothing ran */
+    char counting[512];            /* why nothing can be counted ("" if something can) */
+    const char *backend;
+    const struct cs_profile *profile;
+};
+
+static int classify_report(struct cs_engine *e, struct classify *cl, int status);
+static void classify_on_plan(struct cs_engine *e);
+static int run_or_classify(int argc, char **argv, struct classify *cl);
+
+/* A hardware PMU is registered with perf_event. */
+static int have_pmu(void)
+{
+    static const char *const d[] = { "cpu", "cpu_core", "cpu_atom", "armv8_pmuv3", "armv8_pmuv3_0", NULL };
+    for (int i = 0; d[i]; i++) {
+        char *p = cs_strdup_printf("/sys/bus/event_source/devices/%s", d[i]);
+        int ok = access(p, F_OK) == 0;
+        free(p);
+        if (ok)
+            return 1;
+    }
+    return 0;
+}
+
 int cs_cmd_run(int argc, char **argv)
 {
-    struct option *lo = getopt_table(run_opts);
+    return run_or_classify(argc, argv, NULL);
+}
+
+int cs_cmd_classify(int argc, char **argv)
+{
+    struct classify cl = { 0 };
+    return run_or_classify(argc, argv, &cl);
+}
+
+static int run_or_classify(int argc, char **argv, struct classify *cl)
+{
+    const struct opt *table = cl ? classify_table() : run_opts;
+    struct option *lo = getopt_table(table);
     struct cs_engine e = { .quantum = 1.0, .omp_env = 1, .output = CS_OUT_PREFIX, .kill_timeout = 10.0 };
-    const char *policy = "tft", *control = "auto", *topospec = NULL, *cpus = NULL, *jobfile = NULL,
-               *tracefile = NULL, *counters = "auto", *profspec = NULL, *recordfile = NULL;
-    char **popts = NULL, **ppath = NULL, **search = NULL, **prpath = NULL;
+    const char *policy = cl ? "classify" : "tft", *control = "auto", *topospec = NULL, *cpus = NULL,
+               *jobfile = NULL, *tracefile = NULL, *counters = "auto", *profspec = NULL, *recordfile = NULL,
+               *storedir = NULL, *cmd = cl ? "classify" : "run";
+    char **popts = NULL, **ppath = NULL, **search = NULL, **prpath = NULL, **exes = NULL;
     struct cs_profile *profile = NULL;
     int npopts = 0, nppath = 0, nsearch = 0, nprpath = 0, recording = 0, threads = 0, progress = isatty(2), c, status = 2;
+    int reprofile = 0, saved_stdout = -1;
+    double store_ttl = 30 * 86400.0;
     long v;
 
     opterr = 0;
@@ -379,18 +458,49 @@ int cs_cmd_run(int argc, char **argv)
         case O_QUIET:
             cs_verbosity = CS_LOG_WARN;
             break;
+        case O_STORE:
+            if (!*optarg)
+                BAD("--store '': expected a directory or none");
+            storedir = optarg;
+            break;
+        case O_STORE_TTL:
+            if (cs_parse_duration(optarg, &store_ttl) < 0 || store_ttl > 3650 * 86400.0)
+                BAD("--store-ttl '%s': expected a duration up to 3650 days (e.g. 30d, 12h, 90m, 1s)", optarg);
+            break;
+        case O_REPROFILE:
+            reprofile = 1;
+            break;
+        case O_TO_END:
+            cl->to_end = 1;
+            break;
+        case O_JSON:
+            cl->json = 1;
+            break;
         case 'h':
         case O_HELP:
-            print_help("cosched run [options] (--jobs FILE | -- COMMAND [ARGS] [::: COMMAND [ARGS]]...)", run_opts);
+            if (cl)
+                print_help("cosched classify [options] -- COMMAND [ARGS]", table);
+            else
+                print_help("cosched run [options] (--jobs FILE | -- COMMAND [ARGS] [::: COMMAND [ARGS]]...)", run_opts);
             status = 0;
             goto bad;
         case ':':
             BAD("option %s needs an argument", argv[optind - 1]);
         default:
-            BAD("unknown option '%s' (see cosched run --help)", argv[optind - 1]);
+            BAD("unknown option '%s' (see cosched %s --help)", argv[optind - 1], cmd);
         }
     }
-    e.progress = progress;
+    e.progress = cl ? 0 : progress;
+    if (cl) {
+        if (optind < argc && strcmp(argv[optind], "--") == 0)
+            optind++;
+        if (optind >= argc)
+            BAD("classify: no command: give the program to classify after '--' "
+                "(cosched classify [options] -- COMMAND [ARGS])");
+        for (int i = optind; i < argc; i++)
+            if (strcmp(argv[i], ":::") == 0)
+                BAD("classify: one program at a time (':::' separates jobs of cosched run)");
+    }
 
     /* jobs: from the file, then the command line */
     if (optind < argc && strcmp(argv[optind], "--") == 0)
@@ -403,13 +513,14 @@ int cs_cmd_run(int argc, char **argv)
         BAD("no jobs: give --jobs FILE or commands after '--' separated by ':::' (see cosched run --help)");
     if (name_jobs(e.jobs, e.njobs) < 0)
         goto bad;
+    exes = calloc((size_t)(e.njobs > 0 ? e.njobs : 1), sizeof *exes);
     for (int i = 0; i < e.njobs; i++) {
         const char *why = NULL;
         char *p = resolve_command(e.jobs[i], &why);
         if (p == NULL)
             BAD("job %d (%s, %s): command '%s' %s", e.jobs[i]->id, e.jobs[i]->name, e.jobs[i]->origin,
                 e.jobs[i]->argv[0], why);
-        free(p);
+        exes[i] = p;
         if (e.jobs[i]->cwd && access(e.jobs[i]->cwd, X_OK) < 0)
             BAD("job %d (%s, %s): cwd=%s: %s", e.jobs[i]->id, e.jobs[i]->name, e.jobs[i]->origin,
                 e.jobs[i]->cwd, strerror(errno));
@@ -458,7 +569,25 @@ int cs_cmd_run(int argc, char **argv)
     if ((e.policy = cs_policy_load(policy, search, nsearch, popts, npopts)) == NULL)
         goto bad;
 
+    /* profile store: key every job, look up what it holds */
+    e.store = cs_store_open(storedir, store_ttl, reprofile, topospec ? NULL : e.topo->h);
+    for (int i = 0; e.store && i < e.njobs; i++)
+        cs_store_job(e.store, e.jobs[i], exes[i]);
+    if (cl && e.jobs[0]->stored) {
+        /* known already: print it without running the program */
+        struct cs_job *j = e.jobs[0];
+        cl->backend = "not used";
+        cl->from_store = 1;
+        j->result = malloc(sizeof *j->result);
+        *j->result = *j->stored;
+        j->runs_started = 1;
+        status = classify_report(&e, cl, 0);
+        goto bad;
+    }
+
     /* counters: a profile (named, or the one for this CPU) and a backend */
+    if (cl && strcmp(counters, "none") == 0)
+        snprintf(cl->counting, sizeof cl->counting, "counting disabled by --counters none");
     if (strcmp(counters, "none") != 0) {
         char why[256] = "";
         if (profspec)
@@ -473,6 +602,10 @@ int cs_cmd_run(int argc, char **argv)
             cs_info("counters: none: %s", why);
         else if ((e.cnt = cs_counters_select(counters, profile, &e.cnt_arg)) == NULL)
             goto bad;
+        if (cl && profile == NULL)
+            snprintf(cl->counting, sizeof cl->counting, "%s", why);
+        else if (cl && e.cnt == &cs_counters_none)
+            snprintf(cl->counting, sizeof cl->counting, "no counter backend works here (see the message above)");
         if (e.cnt == &cs_counters_none) {
             cs_profile_free(profile);
             profile = NULL;
@@ -501,7 +634,28 @@ int cs_cmd_run(int argc, char **argv)
                 cs_policy_name(e.policy), e.quantum, m, ncores, e.ctl->name, e.window > 0 ? ", window" : "");
         free(m);
     }
+    if (cl) {
+        cl->backend = e.cnt ? e.cnt->name : "none";
+        cl->profile = profile;
+        cl->saved_verbosity = cs_verbosity;
+        e.on_plan = classify_on_plan;
+        e.on_plan_arg = cl;
+        /* stdout is for the result: the program's output goes to stderr */
+        fflush(stdout);
+        saved_stdout = dup(1);
+        if (saved_stdout >= 0)
+            dup2(2, 1);
+    }
     status = cs_engine_run(&e);
+    if (cl) {
+        fflush(stdout);
+        if (saved_stdout >= 0) {
+            dup2(saved_stdout, 1);
+            close(saved_stdout);
+        }
+        cs_verbosity = cl->saved_verbosity;
+        status = classify_report(&e, cl, status);
+    }
 
 bad:
     if (recording)
@@ -513,8 +667,14 @@ bad:
         fclose(e.trace);
     if (e.policy)
         cs_policy_free(e.policy);
-    for (int i = 0; i < e.njobs; i++)
+    for (int i = 0; i < e.njobs; i++) {
+        if (exes)
+            free(exes[i]);
+        cs_store_job_free(e.jobs[i]);
         cs_job_free(e.jobs[i]);
+    }
+    free(exes);
+    cs_store_close(e.store);
     free(e.jobs);
     if (e.managed)
         hwloc_bitmap_free(e.managed);
@@ -527,6 +687,167 @@ bad:
     free(lo);
     free(e.run_id);
     return status;
+}
+
+/* ------------------------------------------------------------- classify */
+
+/* After every plan: once the job has a result, stop it (SIGTERM, SIGKILL
+ * after --kill-timeout) unless --to-end. */
+static void classify_on_plan(struct cs_engine *e)
+{
+    struct classify *cl = e->on_plan_arg;
+    struct cs_job *j = e->jobs[0];
+
+    if (cl->to_end || !j->result || j->state != CS_JOB_LIVE || j->pid <= 0 || cl->kill_sent)
+        return;
+    if (cl->stop_sent == 0) {
+        cs_info("classify: job %s characterized: stopping it (--to-end lets it finish)", j->name);
+        killpg(j->pid, SIGTERM);
+        cl->stop_sent = cs_now();
+        /* the engine would report the signal as a failure of the job */
+        if (cs_verbosity < CS_LOG_DEBUG)
+            cs_verbosity = CS_LOG_ERROR;
+    } else if (cs_now() - cl->stop_sent >= e->kill_timeout) {
+        killpg(j->pid, SIGKILL);
+        cl->kill_sent = 1;
+    }
+}
+
+static void print_num(FILE *f, const char *label, double v, const char *unit)
+{
+    if (isfinite(v))
+        fprintf(f, "%-16s %.4g%s\n", label, v, unit);
+    else
+        fprintf(f, "%-16s -  (not measured)\n", label);
+}
+
+static void json_num(FILE *f, const char *key, double v, const char *sep)
+{
+    if (isfinite(v))
+        fprintf(f, "\"%s\": %.17g%s", key, v, sep);
+    else
+        fprintf(f, "\"%s\": null%s", key, sep);
+}
+
+static void json_str(FILE *f, const char *s)
+{
+    if (!s) {
+        fputs("null", f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c < 0x20)
+            fprintf(f, "\\u%04x", c);
+        else
+            fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+/* Print the result; the exit status of cosched classify. */
+static int classify_report(struct cs_engine *e, struct classify *cl, int status)
+{
+    struct cs_job *j = e->jobs[0];
+    const struct cs_stored *r = j->result;
+    const char *file = cs_store_job_file(j);
+    int nothing, stopped = cl->stop_sent > 0;
+    char cls[8], why[700] = "";
+
+    if (j->runs_started == 0)
+        return status ? status : 1;
+    if (!r) {
+        char st[64] = "ended";
+        if (WIFEXITED(j->last_status))
+            snprintf(st, sizeof st, "exited with status %d", WEXITSTATUS(j->last_status));
+        else if (WIFSIGNALED(j->last_status))
+            snprintf(st, sizeof st, "was killed by signal %d", WTERMSIG(j->last_status));
+        cs_err("classify: %s %s after %.1f s, before its characterization completed: no result "
+               "(it needs a few quanta of %g s: standalone, then folded)", j->name, st, j->wall, e->quantum);
+        return 1;
+    }
+    nothing = r->degraded && !isfinite(r->ipc_standalone) && !r->cls;
+    snprintf(cls, sizeof cls, "%s", r->cls ? (char[2]){ r->cls, 0 } : "unknown");
+    if (r->degraded) {
+        const char *c = cl->counting[0] ? cl->counting : "no step of the program was counted";
+        if (!have_pmu())
+            snprintf(why, sizeof why, "no hardware PMU: %s", c);
+        else
+            snprintf(why, sizeof why, "%s", c);
+    }
+    if (cl->json) {
+        FILE *f = stdout;
+        fputs("{\"command\": [", f);
+        for (int i = 0; j->argv[i]; i++) {
+            fputs(i ? ", " : "", f);
+            json_str(f, j->argv[i]);
+        }
+        fputs("], \"class\": ", f);
+        json_str(f, cls);
+        fputs(", ", f);
+        json_num(f, "ipc_standalone", r->ipc_standalone, ", ");
+        json_num(f, "ipc_folded", r->ipc_folded, ", ");
+        json_num(f, "fp", r->fp, ", ");
+        json_num(f, "mpki", r->mpki, ", ");
+        fputs("\"bw\": {", f);
+        json_num(f, "l1", r->bw_l1, ", ");
+        json_num(f, "l2", r->bw_l2, ", ");
+        json_num(f, "llc", r->bw_llc, "}, ");
+        fprintf(f, "\"gang_only\": %s, ", r->gang_only ? "true" : "false");
+        fputs("\"cores_standalone\": ", f);
+        r->cores_standalone ? fprintf(f, "%d", r->cores_standalone) : fputs("null", f);
+        fputs(", \"cores_folded\": ", f);
+        r->cores_folded ? fprintf(f, "%d", r->cores_folded) : fputs("null", f);
+        fprintf(f, ", \"degraded\": %s, \"degraded_reason\": ", r->degraded ? "true" : "false");
+        json_str(f, r->degraded ? why : NULL);
+        fputs(", \"counters\": ", f);
+        json_str(f, cl->backend);
+        fputs(", \"profile\": ", f);
+        json_str(f, cl->profile ? cl->profile->name : NULL);
+        fprintf(f, ", \"test_profile\": %s, \"stored\": ", cl->profile && cl->profile->test ? "true" : "false");
+        json_str(f, r->written || cl->from_store ? file : NULL);
+        fprintf(f, ", \"from_store\": %s", cl->from_store ? "true" : "false");
+        if (cl->from_store)
+            fprintf(f, ", \"age\": %.0f", (double)time(NULL) - r->created);
+        fprintf(f, ", \"stopped\": %s}\n", stopped ? "true" : "false");
+    } else if (nothing) {
+        printf("class unknown: nothing could be counted (%s); give class= in job files\n", why);
+    } else {
+        printf("%-16s %s\n", "class", cls);
+        print_num(stdout, "ipc_standalone", r->ipc_standalone, "");
+        print_num(stdout, "ipc_folded", r->ipc_folded, "");
+        print_num(stdout, "fp", r->fp, "");
+        print_num(stdout, "bw_l1", r->bw_l1, " GB/s");
+        print_num(stdout, "bw_l2", r->bw_l2, " GB/s");
+        print_num(stdout, "bw_llc", r->bw_llc, " GB/s");
+        print_num(stdout, "mpki", r->mpki, "");
+        printf("%-16s %s\n", "gang_only", r->gang_only ? "yes" : "no");
+        if (r->degraded)
+            printf("%-16s yes: part of the characterization could not be counted (%s)\n", "degraded", why);
+        else
+            printf("%-16s no\n", "degraded");
+    }
+    if (!cl->json) {
+        if (cl->profile)
+            printf("%-16s %s, profile %s%s\n", "counters", cl->backend, cl->profile->name,
+                   cl->profile->test ? " (a test profile: the numbers mean nothing, see its CAVEAT)" : "");
+        else
+            printf("%-16s %s\n", "counters", cl->from_store ? "not used (stored profile)" : "none");
+        if (cl->from_store) {
+            printf("%-16s %s (%.0f s old; --reprofile measures again)\n", "stored", file,
+                   (double)time(NULL) - r->created);
+            printf("%-16s not run: its profile was in the store\n", "program");
+        } else {
+            printf("%-16s %s\n", "stored", r->written ? file : !e->store ? "no (--store none)"
+                   : r->degraded ? "no (a degraded result is never stored)" : "no (see the warning above)");
+            printf("%-16s %s\n", "program", stopped ? "stopped once characterized" : "ran to its end");
+        }
+    }
+    fflush(stdout);
+    return 0;
 }
 
 int cs_cmd_topology(int argc, char **argv)

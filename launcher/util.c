@@ -25,6 +25,7 @@ int cs_parse_duration(const char *s, double *out)
 {
     static const struct { const char *unit; double scale; } units[] = {
         { "", 1.0 }, { "s", 1.0 }, { "ms", 1e-3 }, { "us", 1e-6 }, { "m", 60.0 }, { "min", 60.0 },
+        { "h", 3600.0 }, { "d", 86400.0 },
     };
     char *end;
     double v;

@@ -12,6 +12,7 @@ Sec. 4.4 with Sec. 3.1 and Sec. 6, as a module any policy can use.
     --   any job on part.left; only jobs of part.may_share on part.shared;
     --   nothing else on part.reserved; jobs of part.waiting stay off it too
     local i = c:info(id)                      -- class, IPCs, FP, gang_only, ready
+    return { step }, c:results()              -- hand new results to the profile store
 
 WHAT IT DOES
 
@@ -136,6 +137,17 @@ reference is the characterized value, not the previous step (as in paper
 info() keeps its previous results until the new standalone phase completes
 them.
 
+STORED PROFILES
+
+A job whose snapshot entry has job.stored (the profile store's entry for
+its executable, arguments, thread count and CPU model; cosched-policy(7)) is
+not characterized when first seen: update() seeds its record from the entry
+(class, ipc_standalone, ipc_folded, fp, mpki, bw, gang_only and, when
+present, cores_standalone / cores_folded, which phase detection needs) and
+the job is ready at once (info.stored = true).  An entry whose class is not
+"S", "C" or "N" is ignored (the job is characterized as usual).  Phase
+changes and recharacterize() work as for any characterized job.
+
 NO COUNTERS
 
 Steps whose last.counted is false count toward nothing: they neither advance
@@ -213,9 +225,20 @@ c:info(id) -> table or nil
       characterizing  bool;  phase "standalone"|"folded"|nil
       ready           not characterizing
       gang_only, degraded                    bools
+      stored          seeded from job.stored, not characterized since
       recharacterizations   characterizations started after the first
                             (phase changes, retries, recharacterize())
       discarded       steps rejected for broken isolation or wrong CPUs
+
+c:results() -> { result, ... }
+    The characterizations completed (or given up) since the previous call,
+    by job id, as plan()'s optional second value expects them:
+      { id =, class = "S"|"C"|"N"|"unknown" (measured, never the hint),
+        ipc_standalone =, ipc_folded =, fp =, mpki =, bw = { l1 =, l2 =,
+        llc = }, gang_only =, degraded =, cores_standalone =,
+        cores_folded = }
+    (nil fields: not measured).  Seeded jobs give none until they are
+    characterized again.  Jobs that left are dropped.
 
 c:pending([snap]) -> { id, ... }
     Jobs under characterization, oldest first: in the order their current
@@ -313,6 +336,7 @@ function M.new(params)
     queue = {},       -- { {id =, seq =}, ... } characterizations in start order
     seq = 0,
     asked = {},       -- id -> what plan_step() asked of the job this epoch
+    done = {},        -- id -> true: completed since the last results()
     epoch = nil,      -- epoch of the last update()
     topo = nil,       -- cached topology (keyed on the managed CPUs)
     owned = false,    -- standalone placements take whole domains (see header)
@@ -424,7 +448,9 @@ local function start(self, rec)
   self.queue[#self.queue + 1] = { id = rec.id, seq = rec.seq }
 end
 
-local function finish(rec)
+local function finish(self, rec)
+  self.done[rec.id] = true
+  rec.stored = false
   rec.characterizing = false
   rec.phase = nil
   rec.degraded = false
@@ -433,7 +459,8 @@ local function finish(rec)
   rec.acc, rec.facc = nil, nil
 end
 
-local function give_up(rec)
+local function give_up(self, rec)
+  self.done[rec.id] = true
   rec.blind = rec.usable == 0
   rec.characterizing = false
   rec.phase = nil
@@ -444,7 +471,7 @@ end
 
 local function miss(self, rec)
   rec.missed = rec.missed + 1
-  if rec.missed >= self.p.standalone_quanta + self.p.folded_quanta then give_up(rec) end
+  if rec.missed >= self.p.standalone_quanta + self.p.folded_quanta then give_up(self, rec) end
 end
 
 local function finish_standalone(self, rec)
@@ -458,7 +485,7 @@ local function finish_standalone(self, rec)
   rec.k_s = a.k
   rec.ipc_f, rec.fp, rec.bw_f, rec.k_f, rec.gang_only = nil, nil, nil, nil, false
   if p.folded_quanta == 0 or ceil(a.k / 2) >= a.k then
-    finish(rec)
+    finish(self, rec)
   else
     rec.phase = "folded"
     rec.acc = nil
@@ -476,7 +503,7 @@ local function finish_folded(self, rec)
   else
     rec.fp, rec.gang_only = nil, false
   end
-  finish(rec)
+  finish(self, rec)
 end
 
 -- a step the job ran as asked, isolated, long enough: use it
@@ -576,6 +603,34 @@ local function watch(self, rec, job, t, dom_cnt, core_cnt)
   end
 end
 
+-- a finite number (any sign) from a table, else nil
+local function finite(t, key)
+  local v = t and t[key]
+  if type(v) == "number" and v == v and v > -HUGE and v < HUGE then return v end
+  return nil
+end
+
+-- ready from a stored profile (see STORED PROFILES); false when unusable
+local function seed(rec, s)
+  if (type(s) ~= "table" and type(s) ~= "userdata") then return false end
+  local cls = s.class
+  if cls ~= "S" and cls ~= "C" and cls ~= "N" then return false end
+  local bw = s.bw
+  if type(bw) ~= "table" and type(bw) ~= "userdata" then bw = nil end
+  rec.class, rec.reason = cls, "stored profile"
+  rec.ipc_s, rec.ipc_f = num(s, "ipc_standalone"), num(s, "ipc_folded")
+  rec.fp, rec.mpki = finite(s, "fp"), num(s, "mpki")
+  rec.bw = { l1 = num(bw, "l1"), l2 = num(bw, "l2"), llc = num(bw, "llc") }
+  local ks, kf = num(s, "cores_standalone"), num(s, "cores_folded")
+  rec.k_s = (ks and ks >= 1) and floor(ks) or nil
+  rec.k_f = (kf and kf >= 1) and floor(kf) or nil
+  rec.gang_only = s.gang_only == true
+  rec.characterizing, rec.phase, rec.degraded, rec.blind = false, nil, false, false
+  rec.strike, rec.missed, rec.usable = 0, 0, 0
+  rec.stored = true
+  return true
+end
+
 local function check_snap(fn, snap)
   if type(snap) ~= "table" and type(snap) ~= "userdata" then
     error("characterize: " .. fn .. ": snap must be the snapshot, got '" .. tostring(snap) .. "'", 3)
@@ -598,7 +653,7 @@ function C:update(snap)
     if not rec then
       rec = { id = id, attempts = 0, recharacterizations = 0, discarded = 0, gang_only = false }
       recs[id] = rec
-      start(self, rec)
+      if not seed(rec, job.stored) then start(self, rec) end
     end
     rec.hint = job.class
     rec.threads = job.threads or HUGE
@@ -607,6 +662,7 @@ function C:update(snap)
     if not live[id] then
       recs[id] = nil
       self.asked[id] = nil
+      self.done[id] = nil
     end
   end
 
@@ -806,9 +862,37 @@ function C:info(id)
     ready = not rec.characterizing,
     gang_only = rec.gang_only,
     degraded = rec.degraded or false,
+    stored = rec.stored or false,
     recharacterizations = rec.recharacterizations,
     discarded = rec.discarded,
   }
+end
+
+function C:results()
+  local ids, out = {}, {}
+  for id in pairs(self.done) do
+    if self.recs[id] then ids[#ids + 1] = id end
+  end
+  table.sort(ids)
+  for _, id in ipairs(ids) do
+    local rec = self.recs[id]
+    local bw = rec.bw or {}
+    out[#out + 1] = {
+      id = id,
+      class = rec.class or "unknown",
+      ipc_standalone = rec.ipc_s,
+      ipc_folded = rec.ipc_f,
+      fp = rec.fp,
+      mpki = rec.mpki,
+      bw = { l1 = bw.l1, l2 = bw.l2, llc = bw.llc },
+      gang_only = rec.gang_only or false,
+      degraded = rec.degraded or false,
+      cores_standalone = rec.k_s,
+      cores_folded = rec.k_f,
+    }
+  end
+  self.done = {}
+  return out
 end
 
 function C:recharacterize(id)

@@ -224,7 +224,8 @@ function Sim:snapshot()
     for _, j in ipairs(self.jobs) do
         jobs[#jobs + 1] = { id = j.id, name = j.name, threads = j.threads, class = j.hint, priority = 0,
             runs = 0, waited = j.waited, quanta_run = j.quanta_run, quanta_frozen = j.quanta_frozen,
-            cpu_time = j.cpu_time, frozen = j.frozen, cpus = copy(j.cpus), last = copy(j.last) }
+            cpu_time = j.cpu_time, frozen = j.frozen, cpus = copy(j.cpus), last = copy(j.last),
+            stored = copy(j.stored) }
     end
     return ro({ api = 1, epoch = self.epoch, now = self.now, quantum = self.quantum, params = {},
         cpus = copy(self.topo.cpus),
@@ -1245,6 +1246,98 @@ check("module loads with only the sandbox's globals and sets none", function()
     sim:look(c)
     local ok = c:info(1).ready and c:info(2).ready
     return type(mod) == "table" and ok and #touched == 0, table.concat(touched, ", ")
+end)
+
+-- ------------------------------------------------------------------ stored profiles, results()
+local function stored_of(i)
+    return { class = i.class, ipc_standalone = i.ipc_standalone, ipc_folded = i.ipc_folded, fp = i.fp,
+             mpki = i.mpki, bw = { l1 = i.bw.l1, l2 = i.bw.l2, llc = i.bw.llc }, gang_only = i.gang_only,
+             cores_standalone = i.cores_standalone, cores_folded = i.cores_folded, age = 10 }
+end
+
+check("results(): a completed characterization once, with info()'s values, then nothing", function()
+    local i, _, c, id = characterize(app("syrk"))
+    local r = c:results()
+    local again = c:results()
+    local x = r[1]
+    return #r == 1 and #again == 0 and x.id == id and x.class == i.class and x.class == "C"
+        and near(x.ipc_standalone, i.ipc_standalone) and near(x.ipc_folded, i.ipc_folded)
+        and near(x.fp, i.fp) and near(x.bw.llc, i.bw.llc) and near(x.mpki, i.mpki)
+        and x.gang_only == false and x.degraded == false
+        and x.cores_standalone == i.cores_standalone and x.cores_folded == i.cores_folded,
+        ("#r %d, #again %d, class %s"):format(#r, #again, tostring(x and x.class))
+end)
+
+check("results(): nothing while characterizing", function()
+    local sim = Sim.new(flat8())
+    local c = ch.new()
+    sim:add(app("stream"), 8)
+    sim:run(c, 1)
+    sim:look(c)
+    return #c:results() == 0 and c:info(1).characterizing
+end)
+
+check("results(): a characterization given up without counters is degraded, class unknown", function()
+    local sim = Sim.new(flat8())
+    sim.pmu = false
+    local c = ch.new()
+    sim:add(app("stream"), 8, "S")
+    sim:run(c, 3)
+    sim:look(c)
+    local r = c:results()
+    return #r == 1 and r[1].degraded == true and r[1].class == "unknown" and r[1].ipc_standalone == nil
+        and c:info(1).class == "S", #r == 1 and tostring(r[1].class) or ("#r " .. #r)
+end)
+
+check("job.stored: the job is ready at once with the stored values, never placed", function()
+    local i0 = characterize(app("gemm"))
+    local sim = Sim.new(flat8())
+    local c = ch.new()
+    local id = sim:add(app("gemm"), 8)
+    sim:job(id).stored = stored_of(i0)
+    local snap = sim:look(c)
+    local part = c:plan_step(snap)
+    local i = c:info(id)
+    return #part.jobs == 0 and #c:pending(snap) == 0 and i.ready and i.stored and not i.characterizing
+        and i.class == i0.class and near(i.ipc_standalone, i0.ipc_standalone)
+        and near(i.fp, i0.fp) and near(i.bw.l2, i0.bw.l2) and i.cores_standalone == i0.cores_standalone
+        and #c:results() == 0, ("placed %d, class %s, stored %s"):format(#part.jobs, i.class, tostring(i.stored))
+end)
+
+check("job.stored: the seeded job's phase change is detected and its new result handed back", function()
+    local i0 = characterize(app("gemm"))
+    local sim = Sim.new(flat8())
+    local c = ch.new()
+    local id = sim:add(app("gemm"), 8)
+    sim:job(id).stored = stored_of(i0)
+    sim:job(id).ipc_mult = 0.5                -- not what was stored: a new phase
+    sim:run(c, 2)
+    sim:look(c)
+    local started = c:info(id).characterizing
+    sim:run(c, 4)
+    sim:look(c)
+    local r = c:results()
+    return started and #r == 1 and r[1].id == id and near(r[1].ipc_standalone, i0.ipc_standalone * 0.5)
+        and not c:info(id).stored, ("started %s, #r %d"):format(tostring(started), #r)
+end)
+
+check("job.stored with a class other than S, C, N is ignored: characterized as usual", function()
+    local sim = Sim.new(flat8())
+    local c = ch.new()
+    local id = sim:add(app("stream"), 8)
+    sim:job(id).stored = { class = "X", ipc_standalone = 1 }
+    sim:look(c)
+    return c:info(id).characterizing and not c:info(id).stored
+end)
+
+check("job.stored without bw or numbers: ready, class kept, measurements nil", function()
+    local sim = Sim.new(flat8())
+    local c = ch.new()
+    local id = sim:add(app("stream"), 8)
+    sim:job(id).stored = { class = "S", gang_only = true }
+    sim:look(c)
+    local i = c:info(id)
+    return i.ready and i.class == "S" and i.gang_only and i.ipc_standalone == nil and i.bw.llc == nil
 end)
 
 -- ------------------------------------------------------------------ report

@@ -1,0 +1,138 @@
+--[==[
+cosched.ageing - the ages of FOP and F-LCA (paper 001, Haritatos et al.,
+"Contention-aware scheduling policies for fairness and throughput",
+Sec. 4.3 and 4.4).
+
+    Progress = IPC_last_quantum / IPC_standalone              (Sec. 4.3)
+    CP       = 1 - Progress                                   (contention penalty)
+    Age      = w1 * WT / (n * TQ) + w2 * CP + w3 * FP          (Sec. 4.4; FOP: w = (1, 1, 0))
+
+progress(ipc_last, ipc_ref) -> number or nil
+    ipc_last / ipc_ref; nil when either is missing or ipc_ref <= 0.
+cp(progress) -> number
+    1 - progress clamped to [0, 1] (0 when progress is nil: nothing
+    measured, no penalty).  The paper has CP in [0, 1); a job that runs
+    faster than its reference (progress > 1: a quieter node, more cores than
+    when characterized) has no penalty, not a negative one.
+fp(x) -> number
+    FP clamped to [0, 1]; nil -> 0.  The paper's FP is in (0, 0.5] (Sec.
+    4.4); jobs beyond the lock_slowdown bound are gang_only and not aged
+    against folded ones anyway.
+age(wt, n, tq, cp, fp, w) -> number
+    w = { w1 =, w2 =, w3 = }; WT and TQ in seconds, n the number of jobs.
+bound(w) -> w2 + w3: the largest value the CP and FP terms can add.
+k_default(n) -> 4 when n > 4, else 2 (Sec. 4.4: "K = 4 for workloads with
+    more than four applications, and K = 2 for workloads with less than four
+    applications"; the paper leaves n = 4 open: K = 2 gives the ageing a
+    choice there, K = 4 would run every job every epoch).
+select(entries, k) -> the k oldest entries { id =, age =, wt = }, sorted by
+    age descending, then WT descending, then id ascending (a new list).
+
+tracker(reference) -> tr
+    Keeps each job's last contention penalty between epochs.
+    reference = "standalone": Progress against IPC_standalone, literally
+    (FOP); "nearest": against IPC_folded when the job's last step used a
+    core count closer to cores_folded than to cores_standalone, else
+    IPC_standalone (F-LCA: the folding penalty is the FP term, CP is the
+    contention one; see cosched.characterize, Measurements).
+tr:observe(snap, info)
+    info[id] = { ipc_standalone =, ipc_folded =, cores_standalone =,
+    cores_folded = } (as cosched.pairing's ctx.info).  A job whose
+    quanta_run grew since the previous observe and whose last step was
+    counted (cosched.characterize.job_ipc) gets a new CP; otherwise it
+    keeps the one it had (the "last quantum" is the last one it ran).
+tr:cp(id) -> number (0 when never measured)
+]==]
+
+local ch = require "cosched.characterize"
+
+local M = {}
+
+M.defaults = { w1 = 1, w2 = 1, w3 = 2 }
+
+function M.progress(ipc_last, ipc_ref)
+  if type(ipc_last) ~= "number" or type(ipc_ref) ~= "number" or not (ipc_ref > 0) then return nil end
+  return ipc_last / ipc_ref
+end
+
+local function clamp01(x)
+  if x ~= x then return 0 end
+  return math.max(0, math.min(1, x))
+end
+
+function M.cp(progress)
+  if progress == nil then return 0 end
+  return clamp01(1 - progress)
+end
+
+function M.fp(x)
+  if type(x) ~= "number" then return 0 end
+  return clamp01(x)
+end
+
+function M.age(wt, n, tq, cp, fp, w)
+  w = w or M.defaults
+  return w.w1 * wt / (math.max(n, 1) * tq) + w.w2 * (cp or 0) + w.w3 * (fp or 0)
+end
+
+function M.bound(w)
+  return w.w2 + w.w3
+end
+
+function M.k_default(n)
+  return n > 4 and 4 or 2
+end
+
+function M.select(entries, k)
+  local l = {}
+  for i, e in ipairs(entries) do l[i] = e end
+  table.sort(l, function(a, b)
+    if a.age ~= b.age then return a.age > b.age end
+    if a.wt ~= b.wt then return a.wt > b.wt end
+    return a.id < b.id
+  end)
+  local out = {}
+  for i = 1, math.min(k, #l) do out[i] = l[i] end
+  return out
+end
+
+local T = {}
+T.__index = T
+
+function M.tracker(reference)
+  if reference ~= "standalone" and reference ~= "nearest" then
+    error("ageing.tracker: reference must be 'standalone' or 'nearest'", 2)
+  end
+  return setmetatable({ ref = reference, cps = {}, runs = {} }, T)
+end
+
+function T:observe(snap, info)
+  local live = {}
+  for _, job in ipairs(snap.jobs) do
+    local id = job.id
+    live[id] = true
+    local i = info[id]
+    if i and (self.runs[id] or -1) < job.quanta_run then
+      local ipc = ch.job_ipc(job)
+      local ref = i.ipc_standalone
+      if self.ref == "nearest" and i.ipc_folded and i.cores_folded and i.cores_standalone then
+        local n = math.min(job.threads or math.huge, job.last and job.last.ncpus or math.huge)
+        if math.abs(n - i.cores_folded) < math.abs(n - i.cores_standalone) then ref = i.ipc_folded end
+      end
+      local p = M.progress(ipc, ref)
+      if p then self.cps[id] = M.cp(p) end
+    end
+    self.runs[id] = job.quanta_run
+  end
+  for id in pairs(self.runs) do
+    if not live[id] then
+      self.runs[id], self.cps[id] = nil, nil
+    end
+  end
+end
+
+function T:cp(id)
+  return self.cps[id] or 0
+end
+
+return M

@@ -1,0 +1,445 @@
+--[==[
+cosched.pairing - pairing and placing jobs for the contention-aware policies
+of paper 001 (Haritatos et al., "Contention-aware scheduling policies for
+fairness and throughput"): lbb, llcmrb, flbb, fllcmrb, lca, fop, flca.
+
+    local pairing = require "cosched.pairing"
+    local units = pairing.lca { {id = 1, class = "N"}, {id = 2, class = "S"} }
+    -- units = { { a, b }, { c }, ... }: the entries given, in pairs (or alone)
+
+PURE PAIRING FUNCTIONS (no snapshot, no state)
+
+lca(list) -> units
+    Algorithm 1 of paper 001 (Sec. 4.2), O(n).  list: entries { id =,
+    class = } in the order of preference (the lists S, C and N keep it).
+    A class other than S, C or N (nil, "unknown") counts as N.
+        foreach x in N: y <- popFromFirstNonEmpty(S, C, N); co-schedule(x, y)
+        foreach x in C: y <- popFromFirstNonEmpty(C);       co-schedule(x, y)
+        foreach x in S: y <- popFrom(S);                    co-schedule(x, y)
+    "foreach x in L" takes x from the front of L (so an x is never paired
+    with itself, and a y popped from the list being walked is not visited
+    again); every pop is from the front.  When the lists are empty, x runs
+    alone: the unit { x }.  Every entry appears in exactly one unit.  Each
+    entry is touched a constant number of times: O(n).
+
+topbottom(list, key) -> units
+    LBB / LLC-MRB (Sec. 2): "sorts applications by [key] and forms execution
+    groups by selecting the first from the top and bottom of the list, then
+    the second from the top and bottom and so on".  key(entry) -> number;
+    sorted descending, ties by ascending id.  With an odd count the middle
+    entry is a unit alone.  O(n log n) (the sort).
+
+PLACEMENT
+
+domains(snap, budget) -> D
+    Number of last-level-cache domains that have CPUs in budget (>= 1 when
+    budget is not empty).
+
+groups(snap, g, budget) -> list of g CPU lists
+    g = 1: the budget itself; g >= 2: cosched.cpus.split(snap, g, "llc",
+    budget): whole LLC domains per group when there are at least g of them.
+    Cached per (budget, g).
+
+rounds(units, D, gang) -> { { units = {...}, gang = bool }, ... }
+    Cuts an ordered list of units into steps: a unit whose first job is in
+    the set gang (gang_only jobs, paper 001 Sec. 6) is a round of its own;
+    the others go D per round, in order (one per LLC group).
+
+place(snap, units, budget, fold, split) -> jobs, shared
+    One step's job entries for units of job ids (each { id } or { id, id }):
+    unit i gets group i of groups(snap, #units, budget); a single job gets its
+    whole group; a pair, folded (fold = true), gets the two halves of the
+    group (cpus.split(snap, 2, split, group): LLC boundaries when the group
+    spans several LLCs, else between cores); unfolded, both jobs get the
+    whole group and shared = true (the kernel time-shares them: "all threads
+    of an application are executed within the same time quantum", Sec. 2).
+    A group of one CPU cannot be folded: that pair shares it (shared = true).
+    Units beyond the number of groups the budget allows are not placed
+    (returned as the third value, a count of placed units).
+
+CHARACTERIZATION GLUE
+
+source(params) -> src
+    params.characterize: "yes" (cosched.characterize decides the class, IPCs,
+    FP and gang_only) or "no" (class hints only).  src:init(chparams).
+src:begin(snap) -> ctx
+    Calls c:update(snap) and c:plan_step(snap); ctx.part is the
+    characterization part (nil when characterize = no or nothing is
+    pending), ctx.budget the CPUs free for the policy's own jobs (part.left,
+    or every managed CPU), ctx.ready the snapshot jobs ready to schedule
+    (in snapshot order), ctx.info[id] = { class (S, C or N: the measured
+    class, else the hint, else N), bw_llc, mem_bw, mpki, ipc_standalone,
+    ipc_folded, fp, cores_standalone, cores_folded, gang_only } for them,
+    ctx.pending whether a characterization needs the plan to be one step.
+src:finish(ctx, snap, steps) -> steps, results
+    Puts the characterization placements in the last step (the only one
+    when ctx.pending), lends part.shared to one ready class N job that the
+    step does not run (Sec. 3.1: "empty cores ... could be employed by N
+    class applications"), fills an empty step with every live job on every
+    CPU (shared; cannot happen with a live job, kept as a safety net) and
+    returns c:results() for the profile store.
+]==]
+
+local cpus = require "cosched.cpus"
+local ch = require "cosched.characterize"
+
+local M = {}
+
+local CLASSES = { S = true, C = true, N = true }
+
+function M.norm_class(c)
+  return CLASSES[c] and c or "N"
+end
+
+-- ------------------------------------------------------------------ pairing
+
+function M.lca(list)
+  local L = { S = {}, C = {}, N = {} }
+  for _, e in ipairs(list) do
+    local l = L[M.norm_class(e.class)]
+    l[#l + 1] = e
+  end
+  local head = { S = 1, C = 1, N = 1 }
+  local function pop(name)
+    local l, h = L[name], head[name]
+    if h <= #l then
+      head[name] = h + 1
+      return l[h]
+    end
+    return nil
+  end
+  local function pop_first(...)
+    for i = 1, select("#", ...) do
+      local y = pop((select(i, ...)))
+      if y then return y end
+    end
+    return nil
+  end
+  local units = {}
+  local function cosched_(x, y)
+    units[#units + 1] = y and { x, y } or { x }
+  end
+  while true do                         -- foreach x in N
+    local x = pop("N")
+    if not x then break end
+    cosched_(x, pop_first("S", "C", "N"))
+  end
+  while true do                         -- foreach x in C
+    local x = pop("C")
+    if not x then break end
+    cosched_(x, pop("C"))
+  end
+  while true do                         -- foreach x in S
+    local x = pop("S")
+    if not x then break end
+    cosched_(x, pop("S"))
+  end
+  return units
+end
+
+function M.topbottom(list, key)
+  local l, k = {}, {}
+  for i, e in ipairs(list) do
+    l[i] = e
+    k[e] = key(e)
+  end
+  table.sort(l, function(a, b)
+    if k[a] ~= k[b] then return k[a] > k[b] end
+    return a.id < b.id
+  end)
+  local units, i, j = {}, 1, #l
+  while i < j do
+    units[#units + 1] = { l[i], l[j] }
+    i, j = i + 1, j - 1
+  end
+  if i == j then units[#units + 1] = { l[i] } end
+  return units
+end
+
+-- ------------------------------------------------------------------ placement
+
+local cache = {}      -- "g|budget" -> groups;  "d|budget" -> D;  "h|split|group" -> halves
+local ncache = 0
+
+local function cached(key, fn)
+  local v = cache[key]
+  if v == nil then
+    if ncache > 4096 then cache, ncache = {}, 0 end
+    v = fn()
+    cache[key] = v
+    ncache = ncache + 1
+  end
+  return v
+end
+
+function M.domains(snap, budget)
+  local key = "d|" .. table.concat(budget, ",")
+  return cached(key, function()
+    local set, seen, n = cpus.set(budget), {}, 0
+    for _, core in ipairs(snap.topology.cores) do
+      for _, pu in ipairs(core.pus) do
+        if set[pu] then
+          local l = core.llc or 0
+          if not seen[l] then
+            seen[l] = true
+            n = n + 1
+          end
+          break
+        end
+      end
+    end
+    if n == 0 and #budget > 0 then n = 1 end
+    return n
+  end)
+end
+
+function M.groups(snap, g, budget)
+  local key = "g|" .. g .. "|" .. table.concat(budget, ",")
+  return cached(key, function()
+    if g <= 1 then return { cpus.copy(budget) } end
+    return (cpus.split(snap, g, "llc", budget))
+  end)
+end
+
+local function halves(snap, group, split)
+  local key = "h|" .. split .. "|" .. table.concat(group, ",")
+  return cached(key, function()
+    return (cpus.split(snap, 2, split, group))
+  end)
+end
+
+function M.rounds(units, D, gang)
+  local out, cur = {}, nil
+  for _, u in ipairs(units) do
+    if gang and gang[u[1]] then
+      out[#out + 1] = { units = { u }, gang = true }
+    else
+      if not cur or #cur.units >= D then
+        cur = { units = {}, gang = false }
+        out[#out + 1] = cur
+      end
+      cur.units[#cur.units + 1] = u
+    end
+  end
+  return out
+end
+
+function M.place(snap, units, budget, fold, split)
+  local jobs, shared = {}, false
+  if #units == 0 or #budget == 0 then return jobs, false, 0 end
+  local groups = M.groups(snap, math.min(#units, #budget), budget)
+  local placed = 0
+  for i, u in ipairs(units) do
+    local g = groups[i]
+    if not g then break end
+    placed = i
+    if #u == 1 then
+      jobs[#jobs + 1] = { id = u[1], cpus = g }
+    else
+      local h = fold and #g >= 2 and halves(snap, g, split or "auto") or nil
+      if h and #h == 2 then
+        jobs[#jobs + 1] = { id = u[1], cpus = h[1] }
+        jobs[#jobs + 1] = { id = u[2], cpus = h[2] }
+      else
+        jobs[#jobs + 1] = { id = u[1], cpus = g }
+        jobs[#jobs + 1] = { id = u[2], cpus = g }
+        shared = true
+      end
+    end
+  end
+  return jobs, shared, placed
+end
+
+-- ------------------------------------------------------------------ characterization glue
+
+local function finite(x)
+  return type(x) == "number" and x == x and x > -math.huge and x < math.huge and x or nil
+end
+
+local Src = {}
+Src.__index = Src
+
+function M.source(params)
+  local mode = params and params.characterize or "yes"
+  if mode ~= "yes" and mode ~= "no" then
+    error(("characterize = '%s': expected yes or no"):format(tostring(mode)), 0)
+  end
+  return setmetatable({ mode = mode }, Src)
+end
+
+function Src:init(chparams)
+  if self.mode == "yes" then self.c = ch.new(chparams or {}) end
+end
+
+function Src:begin(snap)
+  local ctx = { budget = snap.cpus, ready = {}, info = {}, pending = false }
+  local c = self.c
+  if c then
+    c:update(snap)
+    local part = c:plan_step(snap)
+    ctx.part = part
+    ctx.pending = #part.jobs > 0 or #part.waiting > 0
+    if #part.jobs > 0 then ctx.budget = part.left end
+  end
+  for _, job in ipairs(snap.jobs) do
+    local i = c and c:info(job.id)
+    if not c or (i and i.ready) then
+      local last = job.last
+      local m = last and last.counted and last.metrics or nil
+      local e
+      if i then
+        e = {
+          class = M.norm_class(i.class), bw_llc = finite(i.bw and i.bw.llc), mpki = finite(i.mpki),
+          ipc_standalone = finite(i.ipc_standalone), ipc_folded = finite(i.ipc_folded),
+          fp = finite(i.fp), cores_standalone = i.cores_standalone,
+          cores_folded = i.cores_folded, gang_only = i.gang_only and true or false,
+        }
+      else
+        e = { class = M.norm_class(job.class), gang_only = false }
+      end
+      if m then
+        e.last_bw_llc, e.last_mem_bw, e.last_mpki = finite(m.bw_llc), finite(m.mem_bw), finite(m.mpki)
+      end
+      ctx.ready[#ctx.ready + 1] = job
+      ctx.info[job.id] = e
+    end
+  end
+  return ctx
+end
+
+function Src:finish(ctx, snap, steps)
+  if #steps == 0 then steps[1] = { jobs = {} } end
+  local part = ctx.part
+  if part and #part.jobs > 0 then
+    local last = steps[#steps]
+    for _, e in ipairs(part.jobs) do last.jobs[#last.jobs + 1] = e end
+    if #part.shared > 0 then
+      local running, may = {}, {}
+      for _, s in ipairs(steps) do
+        for _, e in ipairs(s.jobs) do running[e.id] = true end
+      end
+      for _, id in ipairs(part.may_share) do may[id] = true end
+      -- the ready N job that waited longest, not running in this plan
+      local best
+      for _, job in ipairs(ctx.ready) do
+        if may[job.id] and not running[job.id]
+            and (not best or job.waited > best.waited) then
+          best = job
+        end
+      end
+      if best then last.jobs[#last.jobs + 1] = { id = best.id, cpus = part.shared } end
+    end
+  end
+  for _, s in ipairs(steps) do
+    if #s.jobs == 0 and #snap.jobs > 0 then       -- safety net: never an invalid plan
+      for _, job in ipairs(snap.jobs) do s.jobs[#s.jobs + 1] = { id = job.id, cpus = snap.cpus } end
+      s.shared = true
+    end
+  end
+  return steps, self.c and self.c:results() or nil
+end
+
+-- ------------------------------------------------------------------ static pairs, rotated (lbb, llcmrb, flbb, fllcmrb, lca)
+
+--[[ M.static(opts) -> plan function state for the policies whose pairs are
+formed once per set of ready jobs (paper 001 Sec. 5: "pairs are statically
+determined at the start of the scheduling") and served round robin, one
+step of one quantum per epoch:
+  opts.pair(entries, ctx) -> units of entries { id =, class = }
+  opts.fold  bool; opts.split  level for the halves
+The pairs are recomputed when the ready jobs or their gang_only flags change
+(a job arrives, ends, or finishes its characterization).  Each epoch the
+units are ordered as cosched.rotation orders jobs (a unit never run first,
+then the longest waited in whole quanta, then fewer quanta run, then lowest
+id; a unit's figures are those of its members, which run together); the
+first unit is taken, and if it is not gang_only, up to D - 1 more non-gang
+units (D = LLC domains of the budget), one per LLC group. ]]
+local rotation = require "cosched.rotation"
+
+function M.static(opts)
+  local st = { sig = nil, units = nil }
+  return function(src, snap)
+    local ctx = src:begin(snap)
+    local ready, info = ctx.ready, ctx.info
+    local ids, sig = {}, {}
+    for i, job in ipairs(ready) do
+      ids[i] = job.id
+      sig[i] = job.id .. (info[job.id].gang_only and "g" or "")
+    end
+    sig = table.concat(sig, ",")
+    if sig ~= st.sig then
+      local entries, units = {}, {}
+      for _, job in ipairs(ready) do
+        local e = info[job.id]
+        if e.gang_only then
+          units[#units + 1] = { job.id }
+        else
+          entries[#entries + 1] = { id = job.id, class = e.class, info = e }
+        end
+      end
+      for _, u in ipairs(opts.pair(entries, ctx)) do
+        units[#units + 1] = #u == 2 and { u[1].id, u[2].id } or { u[1].id }
+      end
+      st.sig, st.units = sig, units
+    end
+    local byid = {}
+    for _, job in ipairs(ready) do byid[job.id] = job end
+    local pseudo = {}
+    for _, u in ipairs(st.units) do
+      local p = { id = math.huge, waited = math.huge, quanta_run = math.huge, unit = u }
+      for _, id in ipairs(u) do
+        local j = byid[id]
+        p.id = math.min(p.id, id)
+        p.waited = math.min(p.waited, j.waited)
+        p.quanta_run = math.min(p.quanta_run, j.quanta_run)
+      end
+      pseudo[#pseudo + 1] = p
+    end
+    local steps = {}
+    if #pseudo > 0 and #ctx.budget > 0 then
+      local order = rotation.order(snap, pseudo)
+      local D = M.domains(snap, ctx.budget)
+      local first = order[1].unit
+      local pick = { first }
+      if not (info[first[1]].gang_only) then
+        for i = 2, #order do
+          if #pick >= D then break end
+          local u = order[i].unit
+          if not info[u[1]].gang_only then pick[#pick + 1] = u end
+        end
+      end
+      local jobs, shared = M.place(snap, pick, ctx.budget, opts.fold, opts.split)
+      steps[1] = { duration = snap.quantum, jobs = jobs, shared = shared or nil }
+    end
+    return src:finish(ctx, snap, steps)
+  end
+end
+
+-- the measured sort key of an entry, else nil
+function M.key_of(e, which)
+  if which == "bw" then
+    return e.bw_llc or e.last_mem_bw or e.last_bw_llc
+  end
+  return e.mpki or e.last_mpki
+end
+
+-- class rank used when some ready job has no measured key: S > C > N
+M.class_rank = { S = 3, C = 2, N = 1 }
+
+-- key function for topbottom over entries: measured keys when every entry has
+-- one, else the class rank for all (mixing the two would compare apples and
+-- pears)
+function M.sort_key(entries, which)
+  local all = true
+  for _, e in ipairs(entries) do
+    if M.key_of(e.info, which) == nil then all = false break end
+  end
+  if all then
+    return function(e) return M.key_of(e.info, which) end, "measured"
+  end
+  return function(e) return M.class_rank[e.class] end, "class"
+end
+
+M.split_levels = { auto = true, llc = true, numa = true, core = true, pu = true }
+
+return M

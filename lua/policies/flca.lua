@@ -1,0 +1,204 @@
+--[==[
+flca - F-LCA: each epoch the K oldest jobs (waiting, contention, folding penalty), paired by LCA, folded.
+
+Implements: F-LCA, "Folding - Link and Cache Aware", of paper 001 (Haritatos
+et al., "Contention-aware scheduling policies for fairness and throughput"),
+Sec. 4.4, with the characterization of Sec. 4.4 (cosched.characterize),
+gang-only jobs (Sec. 6, lock contention) and LLC domains (Sec. 6, richer
+memory hierarchies).
+
+  Age = w1 * WT / (n * TQ) + w2 * CP + w3 * FP,   (w1, w2, w3) = (1, 1, 2)
+  "F-LCA sorts all applications by Age, and selects a constant subset of K
+  applications with the highest Age to be scheduled in the next epoch, i.e.
+  K time quanta. The K applications are folded, paired using LCA and
+  scheduled to the system."  K = 4 with more than four jobs, else 2.
+
+Plan, every epoch:
+  1. Characterization: c:update(snap); c:plan_step(snap).  Jobs being
+     characterized run only in their placement (standalone, then folded, in
+     an LLC domain of their own); the policy schedules ready jobs in
+     part.left; one ready class N job may use part.shared.  While any
+     characterization is pending the epoch is a single step of one quantum
+     (the module measures the plan's last step).
+  2. Ages of the ready jobs (cosched.ageing):
+       WT  = job.waited: seconds since the job last ran; the engine resets
+             it to 0 whenever the job runs in a step (and it stays 0 while
+             it runs).  So WT counts the time since the end of the job's
+             last step, not its total waiting.
+       n   = live jobs, TQ = snap.quantum.
+       CP  = 1 - IPC_last / IPC_ref, clamped to [0, 1], from the last step
+             the job ran that was counted (kept while it is frozen).
+             IPC_last = ch.job_ipc(job); IPC_ref = IPC_folded when that step
+             used a core count nearer the folded than the standalone one,
+             else IPC_standalone: the folding penalty is FP's term, CP is
+             contention only.  Not counted: CP = 0.
+       FP  = the characterization's 1 - IPC_folded / IPC_standalone,
+             clamped to [0, 1]; unknown: 0.
+     Without counters CP = FP = 0 and the age is WT / (n TQ): the K jobs
+     that waited longest run - fair round robin.
+  3. Selection: with D the LLC domains of the budget, the K * D oldest ready
+     jobs (K per LLC domain: one F-LCA module per cache island under one
+     global ageing; D = 1 on the paper's flat node), sorted by age, then
+     WT, then id (cosched.ageing.select).  K = parameter k, default auto
+     (4 when more than four jobs are live, else 2; the paper leaves exactly
+     four open, we take 2 so that the ageing chooses).
+  4. Pairing: gang-only selected jobs are units of their own (Sec. 6: "resort
+     to gang scheduling for them"); the others, in age order, are paired
+     by LCA Algorithm 1 (cosched.pairing.lca: N with S, then C, then N; C
+     with C; S with S; an odd one alone).  Class unknown counts as N.
+  5. Steps (how the units share the epoch): the units are cut into rounds
+     (cosched.pairing.rounds): a gang-only unit is a round alone, on all the
+     budget CPUs, one quantum; the other units go D per round, unit i on
+     group i of cosched.cpus.split(snap, G, "llc") (each pair in its own LLC
+     domain(s)); a pair is folded on the two halves of its group
+     (cosched.cpus.split(snap, 2, split, group)); a lone job gets its whole
+     group.  A round with a pair lasts pair_quanta quanta (default 2), a
+     round without one quantum.  Rounds are ordered by their oldest member
+     (the round holding the oldest selected job first).  Paper's case (one
+     LLC, K = 4, no gang-only job): two steps of two quanta, one pair per
+     step - K quanta per epoch, and each selected job gets half the node
+     for two quanta, the CPU time Gang gives it in one.
+     While a characterization is pending only the first round runs, one
+     quantum long.
+Starvation freedom.  Let B = w2 + w3 (CP and FP are clamped to [0, 1], so
+the two terms add at most B), w1 > 0, E the longest epoch and n the number
+of jobs (a fixed set of ready jobs, budget not empty).  (a) The oldest ready
+job runs every epoch (its round is first, and every selected job of a round
+is placed).  (b) A job j that ran in an epoch has WT_j <= E at the next
+plan.  (c) Let job i have WT_i >= E + B n TQ / w1 at some plan.  Any job j
+that runs from then on has, at every later plan until i runs, WT_i - WT_j >=
+B n TQ / w1, hence Age_i >= w1 WT_i/(n TQ) >= w1 WT_j/(n TQ) + B >= Age_j,
+with the tie broken for i by its larger WT: j stays behind i.  By (a) each
+epoch in which i does not run puts one more job behind i, so i runs within
+n - 1 epochs after WT_i reaches E + B n TQ / w1, i.e. within
+ceil((E + B n TQ / w1) / E_min) + n epochs of its last run (E_min the
+shortest epoch).  Paper defaults, one LLC, K = 4, no gang-only jobs:
+E = E_min = 4 TQ, B = 3: at most ceil(1 + 3n/4) + n epochs.  tests/lua/
+test_policies.lua checks this bound on random seeded workloads.  Jobs in
+characterization are not ready; each characterization takes a bounded
+number of quanta, so the bound holds once arrivals stop.
+
+Multi-LLC nodes: done: pairs placed per LLC domain, K per domain under one
+global ageing.  Not done: F-LCA modules per NUMA node with their own memory
+links (mems are left alone), filling residual cores with N jobs beyond
+part.shared, groups of residual threads for jobs with fewer threads than
+their half (Sec. 6, arbitrary thread counts: a job gets its half whatever
+its thread count).
+
+Parameters (--policy-opt key=value):
+  k = auto           jobs per epoch per LLC domain: auto (4 if > 4 jobs, else 2) or an even integer >= 2
+  w1 = 1, w2 = 1, w3 = 2   age weights (w1 > 0, w2, w3 >= 0)
+  pair_quanta = 2    quanta per round holding a pair (integer >= 1)
+  split = auto       where halves are cut: auto, llc, numa, core, pu
+  characterize = yes yes: cosched.characterize; no: class hints only (unknown = N)
+  standalone_quanta, folded_quanta: passed to cosched.characterize
+
+When not to use it: jobs with fewer threads than half the node gain nothing
+from folding; jobs with heavy lock contention that the characterization
+does not flag (FP within the lock_slowdown bound) suffer from folding; I/O
+bound jobs (Sec. 6) belong to another scheduler.
+]==]
+
+local pairing = require "cosched.pairing"
+local ageing = require "cosched.ageing"
+
+local src, tr, k_param, split, pair_quanta
+local W = { w1 = 1, w2 = 1, w3 = 2 }
+
+local function number(params, key, lo, open)
+  local v = tonumber(params[key])
+  if not v or v ~= v or v == math.huge or v < lo or (open and v == lo) then
+    error(("%s = '%s': expected a number %s %s"):format(key, tostring(params[key]), open and ">" or ">=", lo), 0)
+  end
+  return v
+end
+
+return {
+  api = 1,
+  name = "flca",
+  description = "F-LCA: each epoch the K oldest jobs (waiting, contention, folding), LCA-paired and folded (paper 001 Sec. 4.4)",
+  params = {
+    k = { default = "auto", help = "jobs per epoch per LLC domain: auto (4 if more than 4 jobs, else 2) or an even integer >= 2" },
+    w1 = { default = 1, help = "age weight of waiting time WT/(n TQ), > 0" },
+    w2 = { default = 1, help = "age weight of the contention penalty CP, >= 0" },
+    w3 = { default = 2, help = "age weight of the folding penalty FP, >= 0" },
+    pair_quanta = { default = 2, help = "quanta each pair runs per epoch" },
+    split = { default = "auto", help = "where folded halves are cut: auto, llc, numa, core or pu" },
+    characterize = { default = "yes", help = "yes: classify and measure with cosched.characterize; no: use class hints" },
+    standalone_quanta = { default = 2, help = "characterization: quanta measured alone" },
+    folded_quanta = { default = 1, help = "characterization: quanta measured folded" },
+  },
+
+  init = function(params)
+    W = { w1 = number(params, "w1", 0, true), w2 = number(params, "w2", 0), w3 = number(params, "w3", 0) }
+    k_param = nil
+    if params.k ~= "auto" then
+      local k = tonumber(params.k)
+      if not k or k < 2 or k ~= math.floor(k) or k % 2 ~= 0 then
+        error(("k = '%s': expected auto or an even integer >= 2"):format(params.k), 0)
+      end
+      k_param = k
+    end
+    pair_quanta = number(params, "pair_quanta", 1)
+    if pair_quanta ~= math.floor(pair_quanta) then
+      error(("pair_quanta = '%s': expected an integer >= 1"):format(params.pair_quanta), 0)
+    end
+    if not pairing.split_levels[params.split] then
+      error(("split = '%s': expected auto, llc, numa, core or pu"):format(params.split), 0)
+    end
+    split = params.split
+    src = pairing.source { characterize = params.characterize }
+    src:init { standalone_quanta = params.standalone_quanta, folded_quanta = params.folded_quanta }
+    tr = ageing.tracker("nearest")
+  end,
+
+  plan = function(snap)
+    local ctx = src:begin(snap)
+    tr:observe(snap, ctx.info)
+    local n, tq = #snap.jobs, snap.quantum
+    local entries = {}
+    for _, job in ipairs(ctx.ready) do
+      local e = ctx.info[job.id]
+      entries[#entries + 1] = { id = job.id, wt = job.waited, class = e.class, gang = e.gang_only,
+        age = ageing.age(job.waited, n, tq, tr:cp(job.id), ageing.fp(e.fp), W) }
+    end
+    local steps = {}
+    if #entries > 0 and #ctx.budget > 0 then
+      local D = pairing.domains(snap, ctx.budget)
+      local K = (k_param or ageing.k_default(n)) * D
+      local sel = ageing.select(entries, K)
+      local rank, gang, units, foldable = {}, {}, {}, {}
+      for r, e in ipairs(sel) do
+        rank[e.id] = r
+        if e.gang then
+          gang[e.id] = true
+          units[#units + 1] = { e.id }
+        else
+          foldable[#foldable + 1] = e
+        end
+      end
+      for _, u in ipairs(pairing.lca(foldable)) do
+        units[#units + 1] = u[2] and { u[1].id, u[2].id } or { u[1].id }
+      end
+      local rounds = pairing.rounds(units, D, gang)
+      local best = {}
+      for _, r in ipairs(rounds) do
+        local b = math.huge
+        for _, u in ipairs(r.units) do
+          for _, id in ipairs(u) do b = math.min(b, rank[id]) end
+        end
+        best[r] = b
+      end
+      table.sort(rounds, function(a, b) return best[a] < best[b] end)
+      if ctx.pending then rounds = { rounds[1] } end
+      for _, r in ipairs(rounds) do
+        local haspair = false
+        for _, u in ipairs(r.units) do if #u == 2 then haspair = true end end
+        local dur = (haspair and not ctx.pending) and math.min(pair_quanta * tq, 3600) or tq
+        local jobs, shared = pairing.place(snap, r.units, ctx.budget, true, split)
+        steps[#steps + 1] = { duration = dur, jobs = jobs, shared = shared or nil }
+      end
+    end
+    return src:finish(ctx, snap, steps)
+  end,
+}
