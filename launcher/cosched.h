@@ -151,6 +151,8 @@ struct cs_job {
     uint64_t steps_live;       /* steps this job was live in (replay keys on it) */
     double *metric;            /* last step's metrics in profile order (NaN: unknown) */
     int metric_flags;          /* CS_COUNTS_* of the last step, 0 if none */
+    double stop_deadline;      /* cs_engine_stop_job(): SIGKILL after this (0: not stopping) */
+    int stop_killed;
     /* profile store (store.c): the key, the entry the store held when the
      * job was set up (NULL: none, or --reprofile), the last result a policy
      * handed back (NULL: none).  Freed by cs_store_job_free(). */
@@ -392,5 +394,9 @@ struct cs_engine {
 };
 
 int cs_engine_run(struct cs_engine *e);  /* exit status for main() */
+/* Stop job j on purpose (from a hook during the run): thaw it, SIGTERM its
+ * process group, SIGKILL after e->kill_timeout.  Its end is then neither a
+ * failure nor restarted. */
+void cs_engine_stop_job(struct cs_engine *e, struct cs_job *j);
 
 #endif

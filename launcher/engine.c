@@ -539,6 +539,36 @@ struct runstate {
     int aborted;              /* a job could not be started: the run stops */
 };
 
+void cs_engine_stop_job(struct cs_engine *e, struct cs_job *j)
+{
+    if (j->state != CS_JOB_LIVE || j->pid <= 0 || j->stop_deadline > 0)
+        return;
+    j->stop_deadline = cs_now() + e->kill_timeout;
+    if (j->frozen && e->ctl->thaw(e, j) == 0)   /* a frozen task cannot act on SIGTERM */
+        j->frozen = 0;
+    killpg(j->pid, SIGTERM);
+}
+
+/* SIGKILL the jobs stopped on purpose whose time is up; seconds until the
+ * next such deadline (or a large number). */
+static double stop_deadlines(struct cs_engine *e)
+{
+    double next = 1e9, now = cs_now();
+
+    for (int i = 0; i < e->njobs; i++) {
+        struct cs_job *j = e->jobs[i];
+        if (j->state != CS_JOB_LIVE || j->stop_deadline <= 0 || j->stop_killed)
+            continue;
+        if (now >= j->stop_deadline) {
+            killpg(j->pid, SIGKILL);
+            j->stop_killed = 1;
+        } else if (j->stop_deadline - now < next) {
+            next = j->stop_deadline - now;
+        }
+    }
+    return next;
+}
+
 static int job_still_restartable(struct cs_engine *e, struct runstate *rs)
 {
     return e->window > 0 && !rs->stopping && !rs->window_closed && cs_now() - e->t0 < e->window;
@@ -569,7 +599,8 @@ static int reap(struct cs_engine *e, struct runstate *rs)
             j->cpu_ns = ns;
         j->wall += cs_now() - j->t_instance_start;
         j->last_status = status;
-        int killed_by_us = (rs->window_closed && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+        int killed_by_us = (rs->window_closed && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) ||
+                           (j->stop_deadline > 0 && WIFSIGNALED(status));
         int ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
         if (ok)
             j->runs_done++;
@@ -584,7 +615,7 @@ static int reap(struct cs_engine *e, struct runstate *rs)
         trace_job_event(e, j, "end", status);
         j->pid = 0;
         j->frozen = 0;
-        if (job_still_restartable(e, rs) && !(j->failed && !ok)) {
+        if (job_still_restartable(e, rs) && !(j->failed && !ok) && j->stop_deadline <= 0) {
             j->state = CS_JOB_WAITING;
             if (start_instance(e, j) < 0) {
                 j->failed = 1;
@@ -658,6 +689,9 @@ static int wait_step(struct cs_engine *e, struct runstate *rs, double until)
         }
         if (left <= 0)
             return 0;
+        double stop_left = stop_deadlines(e);
+        if (stop_left < left)
+            left = stop_left;
         pf[n++] = (struct pollfd){ .fd = rs->sfd, .events = POLLIN };
         for (int i = 0; i < nouts; i++)
             pf[n++] = (struct pollfd){ .fd = outs[i].fd, .events = POLLIN };
@@ -808,6 +842,8 @@ int cs_engine_run(struct cs_engine *e)
                 cs_warn("policy %s failed in epoch %llu: every job runs on every managed cpu this epoch",
                         cs_policy_name(e->policy), (unsigned long long)e->epoch);
                 fallback_plan(e, &plan);
+            } else if (e->on_plan) {
+                e->on_plan(e);
             }
         }
         const struct cs_plan_step *st = &plan.steps[istep++];

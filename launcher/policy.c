@@ -1957,8 +1957,6 @@ int cs_policy_plan(struct cs_policy *p, struct cs_engine *e, struct cs_plan *pla
             if (e->jobs[k] && e->jobs[k]->id == p->res[i].job)
                 cs_store_result(e->store, e->jobs[k], &p->res[i].r);
     p->nres = 0;
-    if (e->on_plan)
-        e->on_plan(e);
     return 0;
 }
 

@@ -315,8 +315,6 @@ static int parse_onoff(const char *opt, const char *v, int autoval, int *out)
 /* `cosched classify` state (NULL for `cosched run`). */
 struct classify {
     int to_end, json;
-    double stop_sent;              /* when SIGTERM went to the job, 0: not yet */
-    int kill_sent, saved_verbosity;
     int from_store;                /* the result is the stored entry: nothing ran */
     char counting[512];            /* why nothing can be counted ("" if something can) */
     const char *backend;
@@ -637,7 +635,6 @@ static int run_or_classify(int argc, char **argv, struct classify *cl)
     if (cl) {
         cl->backend = e.cnt ? e.cnt->name : "none";
         cl->profile = profile;
-        cl->saved_verbosity = cs_verbosity;
         e.on_plan = classify_on_plan;
         e.on_plan_arg = cl;
         /* stdout is for the result: the program's output goes to stderr */
@@ -653,7 +650,6 @@ static int run_or_classify(int argc, char **argv, struct classify *cl)
             dup2(saved_stdout, 1);
             close(saved_stdout);
         }
-        cs_verbosity = cl->saved_verbosity;
         status = classify_report(&e, cl, status);
     }
 
@@ -698,19 +694,10 @@ static void classify_on_plan(struct cs_engine *e)
     struct classify *cl = e->on_plan_arg;
     struct cs_job *j = e->jobs[0];
 
-    if (cl->to_end || !j->result || j->state != CS_JOB_LIVE || j->pid <= 0 || cl->kill_sent)
+    if (cl->to_end || !j->result || j->state != CS_JOB_LIVE || j->stop_deadline > 0)
         return;
-    if (cl->stop_sent == 0) {
-        cs_info("classify: job %s characterized: stopping it (--to-end lets it finish)", j->name);
-        killpg(j->pid, SIGTERM);
-        cl->stop_sent = cs_now();
-        /* the engine would report the signal as a failure of the job */
-        if (cs_verbosity < CS_LOG_DEBUG)
-            cs_verbosity = CS_LOG_ERROR;
-    } else if (cs_now() - cl->stop_sent >= e->kill_timeout) {
-        killpg(j->pid, SIGKILL);
-        cl->kill_sent = 1;
-    }
+    cs_info("classify: job %s characterized: stopping it (--to-end lets it finish)", j->name);
+    cs_engine_stop_job(e, j);
 }
 
 static void print_num(FILE *f, const char *label, double v, const char *unit)
@@ -754,7 +741,7 @@ static int classify_report(struct cs_engine *e, struct classify *cl, int status)
     struct cs_job *j = e->jobs[0];
     const struct cs_stored *r = j->result;
     const char *file = cs_store_job_file(j);
-    int nothing, stopped = cl->stop_sent > 0;
+    int nothing, stopped = j->stop_deadline > 0;
     char cls[8], why[700] = "";
 
     if (j->runs_started == 0)
