@@ -161,7 +161,23 @@ end
 local cache = {}      -- "g|budget" -> groups;  "d|budget" -> D;  "h|split|group" -> halves
 local ncache = 0
 
-local function cached(key, fn)
+-- the cache holds results for one topology: a new one (another node, a test's
+-- fake snapshot) empties it; the topology is read once per snapshot
+local last_snap, topo_key = nil, nil
+local function topology_key(snap)
+  if snap ~= last_snap then
+    local parts = {}
+    for i, core in ipairs(snap.topology.cores) do
+      parts[i] = table.concat(core.pus, ".") .. ":" .. tostring(core.llc) .. ":" .. tostring(core.numa)
+    end
+    local key = table.concat(parts, ",")
+    if key ~= topo_key then cache, ncache = {}, 0 end
+    last_snap, topo_key = snap, key
+  end
+end
+
+local function cached(snap, key, fn)
+  topology_key(snap)
   local v = cache[key]
   if v == nil then
     if ncache > 4096 then cache, ncache = {}, 0 end
@@ -174,7 +190,7 @@ end
 
 function M.domains(snap, budget)
   local key = "d|" .. table.concat(budget, ",")
-  return cached(key, function()
+  return cached(snap, key, function()
     local set, seen, n = cpus.set(budget), {}, 0
     for _, core in ipairs(snap.topology.cores) do
       for _, pu in ipairs(core.pus) do
@@ -195,7 +211,7 @@ end
 
 function M.groups(snap, g, budget)
   local key = "g|" .. g .. "|" .. table.concat(budget, ",")
-  return cached(key, function()
+  return cached(snap, key, function()
     if g <= 1 then return { cpus.copy(budget) } end
     return (cpus.split(snap, g, "llc", budget))
   end)
@@ -203,7 +219,7 @@ end
 
 local function halves(snap, group, split)
   local key = "h|" .. split .. "|" .. table.concat(group, ",")
-  return cached(key, function()
+  return cached(snap, key, function()
     return (cpus.split(snap, 2, split, group))
   end)
 end
@@ -213,6 +229,7 @@ function M.rounds(units, D, gang)
   for _, u in ipairs(units) do
     if gang and gang[u[1]] then
       out[#out + 1] = { units = { u }, gang = true }
+      cur = nil                           -- keep the order: later units go after it
     else
       if not cur or #cur.units >= D then
         cur = { units = {}, gang = false }

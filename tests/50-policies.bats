@@ -1,0 +1,132 @@
+#!/usr/bin/env bats
+# 50-policies: the contention-aware policies of paper 001 (lbb, llcmrb, flbb,
+# fllcmrb, lca, fop, flca; lua/cosched/pairing.lua, lua/cosched/ageing.lua).
+# tests/lua/test_policies.lua checks pairings, ages, K selection and, on
+# random seeded workloads over 2-256 cores and 1-8 LLCs, plan validity and
+# starvation bounds, on fake snapshots; here we run it, then run every policy
+# for real on spin jobs with class hints from a job file.
+
+load helpers/common
+
+setup() {
+    LUA=${LUA:-lua5.4}
+    cd "$BATS_TEST_TMPDIR"
+}
+
+teardown() {
+    cleanup_cosched
+}
+
+@test "policies: every test of the Lua script passes" {
+    command -v "$LUA" >/dev/null || skip "the $LUA interpreter is missing (Debian package lua5.4)"
+    run "$LUA" "$COSCHED_SRCDIR/tests/lua/test_policies.lua" "$COSCHED_SRCDIR"
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [[ ${lines[0]} =~ ^1\.\.[0-9]+$ ]]
+    local plan=${lines[0]#1..} line n=0
+    [ "$plan" -gt 0 ]
+    for line in "${lines[@]:1}"; do
+        n=$((n + 1))
+        [[ $line =~ ^ok\ $n\ -\  ]] || { echo "line $n is not ok: $line" >&2; return 1; }
+    done
+    assert_equal "$n" "$plan" "test lines"
+}
+
+# check_trace FILE FOLDED NJOBS: no fallback; in every step, running jobs'
+# cpus are disjoint - except, for unfolded policies, the two jobs of a pair,
+# which share the same cpu list (shared = true); every job ran at least once.
+check_trace() {
+    python3 - "$1" "$2" "$3" <<'PY'
+import json, sys
+path, folded, njobs = sys.argv[1], sys.argv[2] == "1", int(sys.argv[3])
+def cpulist(s):
+    out = set()
+    for p in filter(None, s.split(",")):
+        a, _, b = p.partition("-")
+        out.update(range(int(a), int(b or a) + 1))
+    return out
+ran, steps = set(), 0
+for line in open(path):
+    o = json.loads(line)
+    if o.get("type") != "step":
+        continue
+    steps += 1
+    assert not o["fallback"], "step %d: fallback plan" % o["seq"]
+    run = [j for j in o["jobs"] if j["state"] == "run"]
+    for j in run:
+        ran.add(j["id"])
+    for i, a in enumerate(run):
+        for b in run[i + 1:]:
+            ca, cb = cpulist(a["cpus"]), cpulist(b["cpus"])
+            if ca & cb:
+                assert not folded and ca == cb, "step %d: jobs %d and %d overlap: %s / %s" % (
+                    o["seq"], a["id"], b["id"], a["cpus"], b["cpus"])
+                # a shared pair: no third job on those cpus
+                assert sum(1 for c in run if cpulist(c["cpus"]) & ca) == 2, "step %d: more than a pair on %s" % (o["seq"], a["cpus"])
+assert steps > 0, "no steps"
+assert len(ran) == njobs, "jobs that ran: %s, want %d" % (sorted(ran), njobs)
+print("%d steps, %d jobs ran" % (steps, len(ran)))
+PY
+}
+
+write_jobs() {
+    cat > j.jobs <<JOBS
+name=a class=S -- $PROGS/spin -c 0.3
+name=b class=C -- $PROGS/spin -c 0.3
+name=c class=N -- $PROGS/spin -c 0.3
+name=d -- $PROGS/spin -c 0.3
+JOBS
+}
+
+run_policy() {   # run_policy NAME FOLDED [OPTS...]
+    local name=$1 folded=$2
+    shift 2
+    write_jobs
+    run "$COSCHED" run --policy "$name" --quantum 100ms --counters none --trace t.jsonl "$@" --jobs j.jobs
+    echo "$output"
+    [ "$status" -eq 0 ]
+    check_trace t.jsonl "$folded" 4
+    no_cosched_leftovers
+}
+
+@test "lbb: a real run with class hints" {
+    requires multicore cosched python3
+    run_policy lbb 0
+    run_policy lbb 0 --policy-opt characterize=no
+}
+
+@test "llcmrb: a real run with class hints" {
+    requires multicore cosched python3
+    run_policy llcmrb 0
+    run_policy llcmrb 0 --policy-opt characterize=no
+}
+
+@test "flbb: a real run with class hints" {
+    requires multicore cosched python3
+    run_policy flbb 1
+    run_policy flbb 1 --policy-opt characterize=no
+}
+
+@test "fllcmrb: a real run with class hints" {
+    requires multicore cosched python3
+    run_policy fllcmrb 1
+    run_policy fllcmrb 1 --policy-opt characterize=no
+}
+
+@test "lca: a real run with class hints" {
+    requires multicore cosched python3
+    run_policy lca 0
+    run_policy lca 0 --policy-opt characterize=no
+}
+
+@test "fop: a real run with class hints" {
+    requires multicore cosched python3
+    run_policy fop 1
+    run_policy fop 1 --policy-opt characterize=no
+}
+
+@test "flca: a real run with class hints" {
+    requires multicore cosched python3
+    run_policy flca 1
+    run_policy flca 1 --policy-opt characterize=no
+}

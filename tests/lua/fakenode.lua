@@ -1,0 +1,174 @@
+-- fakenode.lua - a deterministic fake node for policy tests (tests/lua/test_policies.lua).
+--
+--   local fake = require "fakenode"          (package.path must include tests/lua/)
+--   local node = fake.node { cores = 8, llcs = 2, quantum = 0.1 }
+--   node:add { class = "S", threads = 8 }    -- a job; id 1, 2, ... in order
+--   local snap = node:snapshot(params)       -- read-only proxies, as the engine's
+--   local ok, err = fake.validate(snap, plan)   -- the engine's plan checks
+--   node:run(plan)                           -- "run" the steps: waited, quanta, last
+--
+-- Topology: `cores` cores of one hardware thread each (cpus 0..cores-1), cut in
+-- `llcs` contiguous LLC domains of equal size (one NUMA node and package per
+-- LLC).  No counters: every `last` has counted = false, as with --counters
+-- none; with counters = true, last.metrics gets ipc (per-cpu, from job.ipc and
+-- the cpus the job used) so that cosched.characterize.job_ipc works.
+
+local M = {}
+
+local function ro(t, cache)
+  if type(t) ~= "table" then return t end
+  cache = cache or {}
+  if cache[t] then return cache[t] end
+  local proxy = {}
+  cache[t] = proxy
+  setmetatable(proxy, {
+    __index = function(_, k) return ro(t[k], cache) end,
+    __newindex = function(_, k)
+      error("attempt to modify field '" .. tostring(k) .. "' of a read-only table", 2)
+    end,
+    __len = function() return #t end,
+    __pairs = function()
+      return function(_, k)
+        local nk, nv = next(t, k)
+        if nk ~= nil then return nk, ro(nv, cache) end
+      end, proxy, nil
+    end,
+  })
+  return proxy
+end
+M.ro = ro
+
+function M.topology(ncores, nllc)
+  nllc = math.max(1, math.min(nllc, ncores))
+  local per = ncores // nllc
+  local t = { cpus = {}, cores = {}, llcs = {}, numa = {} }
+  for c = 0, ncores - 1 do
+    local l = math.min(c // per + 1, nllc)
+    t.cpus[#t.cpus + 1] = c
+    t.cores[#t.cores + 1] = { index = c + 1, pus = { c }, llc = l, numa = l, package = l }
+    t.llcs[l] = t.llcs[l] or { index = l, cpus = {}, size = 32 * 2 ^ 20, level = 3 }
+    table.insert(t.llcs[l].cpus, c)
+    t.numa[l] = t.numa[l] or { index = l, os_index = l - 1, cpus = {}, size = 2 ^ 34 }
+    table.insert(t.numa[l].cpus, c)
+  end
+  return t
+end
+
+local Node = {}
+Node.__index = Node
+
+function M.node(o)
+  o = o or {}
+  local topo = M.topology(o.cores or 8, o.llcs or 1)
+  return setmetatable({ topo = topo, jobs = {}, epoch = 0, now = 0, quantum = o.quantum or 0.1,
+                        counters = o.counters or false, nextid = 1, runs = {} }, Node)
+end
+
+function Node:add(spec)
+  spec = spec or {}
+  local id = self.nextid
+  self.nextid = id + 1
+  local j = { id = id, name = spec.name or ("job" .. id), threads = spec.threads or #self.topo.cpus,
+              class = spec.class, priority = 0, runs = 0, waited = 0.0, quanta_run = 0,
+              quanta_frozen = 0, cpu_time = 0, frozen = false, cpus = self.topo.cpus,
+              ipc = spec.ipc or 1.0, last_end = self.now }
+  self.jobs[#self.jobs + 1] = j
+  self.runs[id] = {}
+  return id
+end
+
+function Node:remove(id)
+  for i, j in ipairs(self.jobs) do
+    if j.id == id then table.remove(self.jobs, i) return end
+  end
+end
+
+function Node:snapshot(params)
+  self.epoch = self.epoch + 1
+  local jobs = {}
+  for i, j in ipairs(self.jobs) do
+    jobs[i] = { id = j.id, name = j.name, threads = j.threads, class = j.class, priority = 0,
+                runs = 0, waited = j.waited, quanta_run = j.quanta_run,
+                quanta_frozen = j.quanta_frozen, cpu_time = j.cpu_time, frozen = j.frozen,
+                cpus = j.cpus, last = j.last }
+  end
+  local snap = { api = 1, epoch = self.epoch, now = self.now, quantum = self.quantum,
+                 params = params or {}, cpus = self.topo.cpus,
+                 topology = { cores = self.topo.cores, llcs = self.topo.llcs, numa = self.topo.numa },
+                 jobs = jobs }
+  return ro(snap)
+end
+
+-- The engine's validation (cosched-policy(7), THE PLAN, Validation).
+function M.validate(snap, plan)
+  if type(plan) ~= "table" or #plan < 1 or #plan > 1024 then return false, "not a list of 1 to 1024 steps" end
+  local live, managed = {}, {}
+  for _, j in ipairs(snap.jobs) do live[j.id] = true end
+  for _, c in ipairs(snap.cpus) do managed[c] = true end
+  for s, step in ipairs(plan) do
+    for k in pairs(step) do
+      if k ~= "duration" and k ~= "jobs" and k ~= "shared" then return false, ("step %d: field %s"):format(s, k) end
+    end
+    local d = step.duration or snap.quantum
+    if type(d) ~= "number" or d < 0.001 or d > 3600 then return false, ("step %d: duration %s"):format(s, tostring(d)) end
+    if type(step.jobs) ~= "table" then return false, ("step %d: no jobs"):format(s) end
+    if #step.jobs == 0 and #snap.jobs > 0 then return false, ("step %d: empty with live jobs"):format(s) end
+    local seen, owner = {}, {}
+    for _, e in ipairs(step.jobs) do
+      for k in pairs(e) do
+        if k ~= "id" and k ~= "cpus" and k ~= "mems" then return false, ("step %d: job field %s"):format(s, k) end
+      end
+      if not live[e.id] then return false, ("step %d: job %s not live"):format(s, tostring(e.id)) end
+      if seen[e.id] then return false, ("step %d: job %d twice"):format(s, e.id) end
+      seen[e.id] = true
+      if type(e.cpus) ~= "table" or #e.cpus == 0 then return false, ("step %d: job %d: no cpus"):format(s, e.id) end
+      for _, c in ipairs(e.cpus) do
+        if not managed[c] then return false, ("step %d: job %d: cpu %s not managed"):format(s, e.id, tostring(c)) end
+        if owner[c] and not step.shared then
+          return false, ("step %d: cpu %d given to jobs %d and %d without shared"):format(s, c, owner[c], e.id)
+        end
+        owner[c] = e.id
+      end
+    end
+  end
+  return true
+end
+
+-- Run a plan: each step in turn; listed jobs run (waited 0, quanta_run + 1,
+-- last = this step), the others wait.  Returns the list of ids run per step.
+function Node:run(plan, epoch_hook)
+  local ran = {}
+  for _, step in ipairs(plan) do
+    local d = step.duration or self.quantum
+    local on = {}
+    for _, e in ipairs(step.jobs) do on[e.id] = e.cpus end
+    local ids = {}
+    for _, j in ipairs(self.jobs) do
+      local c = on[j.id]
+      if c then
+        ids[#ids + 1] = j.id
+        local n = #c
+        local busy = math.min(n, j.threads)
+        j.quanta_run = j.quanta_run + 1
+        j.cpu_time = j.cpu_time + busy * d
+        j.frozen = false
+        j.cpus = c
+        j.last = { wall = d, cpu = busy * d, ncpus = n, counted = self.counters and true or false,
+                   metrics = self.counters and { ipc = j.ipc } or nil }
+        j.waited = 0
+        j.last_end = self.now + d
+      else
+        j.quanta_frozen = j.quanta_frozen + 1
+        j.frozen = true
+      end
+    end
+    self.now = self.now + d
+    for _, j in ipairs(self.jobs) do
+      if not on[j.id] then j.waited = self.now - j.last_end end
+    end
+    ran[#ran + 1] = ids
+  end
+  return ran
+end
+
+return M

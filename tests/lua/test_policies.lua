@@ -1,0 +1,390 @@
+-- Tests of the contention-aware policies of paper 001 (lua/policies/{lbb,llcmrb,
+-- flbb,fllcmrb,lca,fop,flca}.lua) and their modules (lua/cosched/pairing.lua,
+-- lua/cosched/ageing.lua) on deterministic fake snapshots (tests/lua/fakenode.lua).
+-- Run: lua5.4 tests/lua/test_policies.lua SRCDIR     (prints TAP; exit 1 on any failure)
+
+local srcdir = arg[1] or "."
+package.path = srcdir .. "/lua/?.lua;" .. srcdir .. "/tests/lua/?.lua;" .. package.path
+cosched = { api = 1, version = "test", log = function() end }   -- the sandbox's library
+
+local pairing = require "cosched.pairing"
+local ageing = require "cosched.ageing"
+local fake = require "fakenode"
+
+local results = {}
+local function check(name, fn)
+  local ok, a, b = pcall(fn)
+  if not ok then
+    results[#results + 1] = { ok = false, name = name .. ": error: " .. tostring(a) }
+  elseif a then
+    results[#results + 1] = { ok = true, name = name }
+  else
+    results[#results + 1] = { ok = false, name = name .. (b and (": " .. tostring(b)) or "") }
+  end
+end
+local function near(x, y) return type(x) == "number" and math.abs(x - y) < 1e-9 end
+
+-- units of entries -> "(1,2)(3)"
+local function fmt_units(units)
+  local s = {}
+  for _, u in ipairs(units) do
+    local ids = {}
+    for i, e in ipairs(u) do ids[i] = tostring(type(e) == "table" and e.id or e) end
+    s[#s + 1] = "(" .. table.concat(ids, ",") .. ")"
+  end
+  return table.concat(s)
+end
+local function entries(classes)
+  local l = {}
+  for i, c in ipairs(classes) do l[i] = { id = i, class = c ~= "-" and c or nil } end
+  return l
+end
+
+-- ------------------------------------------------------------------ LCA, Algorithm 1
+local lca_cases = {
+  { { "N", "S", "C", "C", "S", "N" }, "(1,2)(6,5)(3,4)" },  -- N with S first, then C with C
+  { { "N", "S", "C" }, "(1,2)(3)" },                        -- odd: the C is alone
+  { { "N", "C", "C", "C" }, "(1,2)(3,4)" },                 -- no S: N takes a C
+  { { "N", "N", "N" }, "(1,2)(3)" },                        -- N with N, the third alone
+  { { "C", "C", "C" }, "(1,2)(3)" },
+  { { "S", "S", "S", "N" }, "(4,1)(2,3)" },                 -- N first, then S with S
+  { { "S", "C" }, "(2)(1)" },                               -- never S with C: both alone
+  { { "-", "S", "C", "-" }, "(1,2)(4,3)" },                 -- unknown counts as N
+  { { "N", "S", "N", "S", "N", "C", "C", "S" }, "(1,2)(3,4)(5,8)(6,7)" },
+  { {}, "" },
+}
+for _, c in ipairs(lca_cases) do
+  check(("lca {%s} -> %s"):format(table.concat(c[1], ","), c[2]), function()
+    local got = fmt_units(pairing.lca(entries(c[1])))
+    return got == c[2], "got " .. got
+  end)
+end
+check("lca is O(n): 100000 jobs paired, each once", function()
+  local cls, l = { "S", "C", "N" }, {}
+  for i = 1, 100000 do l[i] = { id = i, class = cls[i % 3 + 1] } end
+  local seen, n = {}, 0
+  for _, u in ipairs(pairing.lca(l)) do
+    for _, e in ipairs(u) do
+      if seen[e.id] then return false, "twice: " .. e.id end
+      seen[e.id] = true
+      n = n + 1
+    end
+    if #u == 2 and ((u[1].class == "S" and u[2].class == "C") or (u[1].class == "C" and u[2].class == "S")) then
+      return false, "S with C"
+    end
+  end
+  return n == 100000, n
+end)
+
+-- ------------------------------------------------------------------ LBB / LLC-MRB top-bottom
+check("lbb pairs by bandwidth: {10,50,20,40,30} -> (2,1)(4,3)(5)", function()
+  local bw = { 10, 50, 20, 40, 30 }
+  local l = {}
+  for i, b in ipairs(bw) do l[i] = { id = i, class = "N", info = { bw_llc = b } } end
+  local got = fmt_units(pairing.topbottom(l, (pairing.sort_key(l, "bw"))))
+  return got == "(2,1)(4,3)(5)", got
+end)
+check("llcmrb pairs by mpki, ties by id: {5,1,5,3} -> (1,2)(3,4)", function()
+  local l = {}
+  for i, m in ipairs { 5, 1, 5, 3 } do l[i] = { id = i, class = "C", info = { mpki = m } } end
+  local got = fmt_units(pairing.topbottom(l, (pairing.sort_key(l, "mpki"))))
+  return got == "(1,2)(3,4)", got
+end)
+check("lbb without a measured key for every job: class rank S > C > N", function()
+  local l = { { id = 1, class = "N", info = { bw_llc = 99 } }, { id = 2, class = "S", info = {} },
+              { id = 3, class = "C", info = {} }, { id = 4, class = "N", info = {} } }
+  local key, how = pairing.sort_key(l, "bw")
+  local got = fmt_units(pairing.topbottom(l, key))
+  return how == "class" and got == "(2,4)(3,1)", how .. " " .. got
+end)
+check("lbb measured key falls back to last mem_bw", function()
+  local l = { { id = 1, class = "N", info = { last_mem_bw = 3 } }, { id = 2, class = "N", info = { bw_llc = 7 } },
+              { id = 3, class = "N", info = { last_bw_llc = 1 } } }
+  local key, how = pairing.sort_key(l, "bw")
+  return how == "measured" and fmt_units(pairing.topbottom(l, key)) == "(2,3)(1)", how
+end)
+
+-- ------------------------------------------------------------------ ages
+check("F-LCA age: WT 0.3 s, n 3, TQ 0.1 s, CP 0.25, FP 0.4, w (1,1,2) = 1 + 0.25 + 0.8 = 2.05", function()
+  local a = ageing.age(0.3, 3, 0.1, 0.25, 0.4, { w1 = 1, w2 = 1, w3 = 2 })
+  return near(a, 2.05), a
+end)
+check("FOP age: WT 0.5 s, n 5, TQ 0.1 s, IPC 0.6 vs standalone 0.8: 1 + 0.25 = 1.25", function()
+  local cp = ageing.cp(ageing.progress(0.6, 0.8))
+  local a = ageing.age(0.5, 5, 0.1, cp, 0, { w1 = 1, w2 = 1, w3 = 0 })
+  return near(cp, 0.25) and near(a, 1.25), a
+end)
+check("CP clamped to [0,1], FP clamped, nil -> 0", function()
+  return ageing.cp(1.3) == 0 and ageing.cp(-0.5) == 1 and ageing.cp(nil) == 0
+     and ageing.fp(nil) == 0 and ageing.fp(0.7) == 0.7 and ageing.fp(-0.1) == 0 and ageing.fp(3) == 1
+end)
+check("weights (1,1,2): WT 0.8 s, n 4, TQ 0.1, CP 0, FP 0.5 = 2 + 1 = 3; w (2,0,0) = 4", function()
+  local a = ageing.age(0.8, 4, 0.1, 0, 0.5, { w1 = 1, w2 = 1, w3 = 2 })
+  local b = ageing.age(0.8, 4, 0.1, 0.9, 0.5, { w1 = 2, w2 = 0, w3 = 0 })
+  return near(a, 3) and near(b, 4), a .. " " .. b
+end)
+check("tracker: Progress from job IPC (ipc x cpu / wall); standalone vs nearest reference", function()
+  local node = fake.node { cores = 8, counters = true }
+  node:add { ipc = 0.5 }
+  node:run { { duration = 0.1, jobs = { { id = 1, cpus = { 0, 1, 2, 3 } } } } }  -- job IPC 0.5 x 4 = 2.0
+  local snap = node:snapshot()
+  local info = { [1] = { ipc_standalone = 4.0, ipc_folded = 2.5, cores_standalone = 8, cores_folded = 4 } }
+  local s, n = ageing.tracker("standalone"), ageing.tracker("nearest")
+  s:observe(snap, info)
+  n:observe(snap, info)
+  -- standalone: 1 - 2/4 = 0.5; nearest (4 cpus = cores_folded): 1 - 2/2.5 = 0.2
+  local ok = near(s:cp(1), 0.5) and near(n:cp(1), 0.2)
+  -- frozen afterwards: CP kept
+  node:run { { duration = 0.1, jobs = { { id = 1, cpus = { 0 } } } } }
+  node.jobs[1].last.counted = false
+  local snap2 = node:snapshot()
+  s:observe(snap2, info)
+  return ok and near(s:cp(1), 0.5), ("%s %s"):format(s:cp(1), n:cp(1))
+end)
+check("K: 4 with more than four jobs, else 2", function()
+  return ageing.k_default(8) == 4 and ageing.k_default(5) == 4 and ageing.k_default(4) == 2
+     and ageing.k_default(3) == 2 and ageing.k_default(1) == 2
+end)
+check("select: the K oldest by age, then WT, then id", function()
+  local e = { { id = 1, age = 1.0, wt = 0.1 }, { id = 2, age = 3.0, wt = 0.1 }, { id = 3, age = 1.0, wt = 0.2 },
+              { id = 4, age = 2.0, wt = 0 }, { id = 5, age = 1.0, wt = 0.2 } }
+  local s = ageing.select(e, 4)
+  local ids = {}
+  for i, x in ipairs(s) do ids[i] = x.id end
+  local got = table.concat(ids, ",")
+  return got == "2,4,3,5", got
+end)
+check("rounds: gang-only units alone, others D per round", function()
+  local r = pairing.rounds({ { 1, 2 }, { 3 }, { 4, 5 }, { 6, 7 } }, 2, { [3] = true })
+  return #r == 3 and #r[1].units == 1 and r[2].gang and #r[3].units == 2 and r[3].units[1][1] == 4
+end)
+
+-- ------------------------------------------------------------------ policies on fake nodes
+local NAMES = { "lbb", "llcmrb", "flbb", "fllcmrb", "lca", "fop", "flca" }
+local FOLDED = { flbb = true, fllcmrb = true, fop = true, flca = true }
+
+local function load_policy(name, opts)
+  local p = assert(dofile(srcdir .. "/lua/policies/" .. name .. ".lua"))
+  assert(p.name == name and p.api == 1, "bad policy table")
+  local params = {}
+  for k, d in pairs(p.params or {}) do params[k] = tostring(d.default) end
+  for k, v in pairs(opts or {}) do
+    assert(p.params[k], "unknown param " .. k)
+    params[k] = tostring(v)
+  end
+  params = fake.ro(params)
+  if p.init then p.init(params) end
+  return p, params
+end
+
+local function run_epoch(node, p, params)
+  local snap = node:snapshot(params)
+  local plan = p.plan(snap)
+  local ok, err = fake.validate(snap, plan)
+  if not ok then error("epoch " .. snap.epoch .. ": " .. err, 0) end
+  return node:run(plan), plan
+end
+
+local CL = { "S", "C", "N" }
+local function classes_node(cores, llcs, classes, q)
+  local node = fake.node { cores = cores, llcs = llcs, quantum = q or 0.1 }
+  for _, c in ipairs(classes) do node:add { class = c ~= "-" and c or nil } end
+  return node
+end
+
+check("lbb: one step, pair (S,N) on all cpus shared, then (C) alone, round robin", function()
+  local p, params = load_policy("lbb", { characterize = "no" })
+  local node = classes_node(8, 1, { "N", "C", "S" })
+  local seen = {}
+  for _ = 1, 4 do
+    local ran, plan = run_epoch(node, p, params)
+    if #plan ~= 1 then return false, "steps " .. #plan end
+    local ids = ran[1]
+    table.sort(ids)
+    seen[#seen + 1] = table.concat(ids, ",")
+    if #ids == 2 and not plan[1].shared then return false, "pair not shared" end
+    if #plan[1].jobs[1].cpus ~= 8 then return false, "not all cpus" end
+  end
+  local got = table.concat(seen, " ")
+  return got == "1,3 2 1,3 2", got
+end)
+check("flbb: the same pairs folded on halves, disjoint", function()
+  local p, params = load_policy("flbb", { characterize = "no" })
+  local node = classes_node(8, 1, { "N", "C", "S", "S" })
+  local _, plan = run_epoch(node, p, params)
+  local j = plan[1].jobs
+  return #j == 2 and not plan[1].shared and #j[1].cpus == 4 and #j[2].cpus == 4 and j[1].cpus[1] == 0
+     and j[2].cpus[1] == 4, fmt_units { { j[1].id, j[2].id } }
+end)
+check("lca policy: {N,S,C,C,S,N} -> pairs (1,2) (6,5) (3,4), one per quantum", function()
+  local p, params = load_policy("lca", { characterize = "no" })
+  local node = classes_node(8, 1, { "N", "S", "C", "C", "S", "N" })
+  local got = {}
+  for _ = 1, 3 do
+    local ran = run_epoch(node, p, params)
+    table.sort(ran[1])
+    got[#got + 1] = table.concat(ran[1], ",")
+  end
+  table.sort(got)
+  local s = table.concat(got, " ")
+  return s == "1,2 3,4 5,6", s
+end)
+check("lca on 2 LLCs: two pairs per quantum, one per LLC domain", function()
+  local p, params = load_policy("lca", { characterize = "no" })
+  local node = classes_node(8, 2, { "N", "S", "C", "C" })
+  local _, plan = run_epoch(node, p, params)
+  local j = plan[1].jobs
+  local dom = function(e) return e.cpus[1] // 4 end
+  return #j == 4 and dom(j[1]) == dom(j[2]) and dom(j[3]) == dom(j[4]) and dom(j[1]) ~= dom(j[3])
+     and #j[1].cpus == 4
+end)
+check("flca, 6 jobs, one LLC: K = 4, two steps of 2 quanta, LCA pairs of the 4 oldest, folded", function()
+  local p, params = load_policy("flca", { characterize = "no" })
+  local node = classes_node(8, 1, { "S", "C", "N", "C", "S", "N" })
+  local ran, plan = run_epoch(node, p, params)
+  if #plan ~= 2 then return false, "steps " .. #plan end
+  -- the 4 oldest (all age 0: by id) are 1 S, 2 C, 3 N, 4 C: N with S -> (3,1), C with C -> (2,4)
+  local a, b = ran[1], ran[2]
+  table.sort(a)
+  table.sort(b)
+  local got = table.concat(a, ",") .. " " .. table.concat(b, ",")
+  local d = plan[1].duration
+  return got == "1,3 2,4" and near(d, 0.2) and #plan[1].jobs[1].cpus == 4, got .. " d=" .. d
+end)
+check("flca: next epoch the jobs that waited (5, 6) come first", function()
+  local p, params = load_policy("flca", { characterize = "no" })
+  local node = classes_node(8, 1, { "S", "C", "N", "C", "S", "N" })
+  run_epoch(node, p, params)
+  local ran = run_epoch(node, p, params)
+  local all = {}
+  for _, r in ipairs(ran) do for _, id in ipairs(r) do all[id] = true end end
+  return all[5] and all[6]
+end)
+check("flca: 3 jobs, K = 2: the oldest S and C are never paired: two steps of one quantum, each alone", function()
+  local p, params = load_policy("flca", { characterize = "no" })
+  local node = classes_node(8, 1, { "S", "C", "N" })
+  local ran, plan = run_epoch(node, p, params)
+  return #plan == 2 and #ran[1] == 1 and #ran[2] == 1 and near(plan[1].duration, 0.1)
+     and #plan[1].jobs[1].cpus == 8
+end)
+check("flca: 3 jobs {N,S,C}, K = 2: the N and the S folded, one step of two quanta", function()
+  local p, params = load_policy("flca", { characterize = "no" })
+  local node = classes_node(8, 1, { "N", "S", "C" })
+  local ran, plan = run_epoch(node, p, params)
+  return #plan == 1 and #ran[1] == 2 and near(plan[1].duration, 0.2) and #plan[1].jobs[1].cpus == 4
+end)
+check("fop: the two oldest run folded; CP rewards the slowed job", function()
+  local p, params = load_policy("fop", { characterize = "no" })
+  local node = classes_node(8, 1, { "N", "N", "N" })
+  local ran = run_epoch(node, p, params)
+  table.sort(ran[1])
+  return table.concat(ran[1], ",") == "1,2", table.concat(ran[1], ",")
+end)
+check("bad parameters are refused in init()", function()
+  local bad = { { "flca", { w1 = "0" } }, { "flca", { k = "3" } }, { "fop", { k = "x" } },
+                { "lbb", { split = "foo" } }, { "lca", { characterize = "maybe" } }, { "flca", { pair_quanta = "0" } } }
+  for _, b in ipairs(bad) do
+    if pcall(load_policy, b[1], b[2]) then return false, b[1] .. " accepted a bad value" end
+  end
+  return true
+end)
+
+-- ------------------------------------------------------------------ property tests
+-- Random (seeded) job sets on synthetic topologies; every plan passes the
+-- engine's validation (no cpu to two jobs of a step unless shared; folded
+-- policies never share), and no job waits more epochs than the bound.
+local TOPOS = { { 2, 1 }, { 8, 1 }, { 8, 2 }, { 8, 8 }, { 64, 1 }, { 64, 2 }, { 64, 8 },
+                { 256, 1 }, { 256, 2 }, { 256, 8 } }
+
+local function property(name, charmode, seeds, epochs)
+  local worst = 0
+  for _, topo in ipairs(TOPOS) do
+    for seed = 1, seeds do
+      math.randomseed(seed * 7919 + topo[1] * 31 + topo[2])
+      local n = math.random(1, 12)
+      local classes = {}
+      for i = 1, n do classes[i] = ({ "S", "C", "N", "-" })[math.random(1, 4)] end
+      local p, params = load_policy(name, { characterize = charmode })
+      local node = classes_node(topo[1], topo[2], classes)
+      local last, emin, emax = {}, math.huge, 0
+      local gaps = {}
+      for e = 1, epochs do
+        local ran, plan = run_epoch(node, p, params)
+        local dur = 0
+        for s, step in ipairs(plan) do
+          dur = dur + (step.duration or node.quantum)
+          if FOLDED[name] and charmode == "no" and step.shared and topo[1] > 1 then
+            error(("%s: folded step %d shared on %d cores"):format(name, s, topo[1]), 0)
+          end
+        end
+        emin, emax = math.min(emin, dur), math.max(emax, dur)
+        for _, ids in ipairs(ran) do for _, id in ipairs(ids) do
+          local g = e - (last[id] or 0)
+          gaps[id] = math.max(gaps[id] or 0, g)
+          last[id] = e
+        end end
+      end
+      for _, j in ipairs(node.jobs) do
+        local g = math.max(gaps[j.id] or epochs + 1, epochs + 1 - (last[j.id] or 0))
+        local bound
+        if charmode == "yes" then
+          bound = epochs                    -- characterization first: every job runs at all
+        elseif name == "flca" then
+          bound = math.ceil((emax + 3 * n * node.quantum) / emin) + n
+        elseif name == "fop" then
+          bound = math.ceil((emax + 1 * n * node.quantum) / emin) + n
+        else
+          bound = n                         -- static units, round robin
+        end
+        if g > bound then
+          error(("%s on %d cores/%d llcs, seed %d, %d jobs: job %d waited %d epochs (bound %d)")
+            :format(name, topo[1], topo[2], seed, n, j.id, g, bound), 0)
+        end
+        worst = math.max(worst, g)
+      end
+    end
+  end
+  return true, worst
+end
+
+for _, name in ipairs(NAMES) do
+  check(("property %s (hints): valid plans, no job waits beyond its bound, 2-256 cores x 1-8 LLCs"):format(name),
+    function() return property(name, "no", 5, 40) end)
+  check(("property %s (characterization, no counters): valid plans, every job runs"):format(name),
+    function() return property(name, "yes", 2, 60) end)
+end
+
+check("flca starvation: within n epochs in the paper's setting (8 cores, 1 LLC, 8 jobs, no counters)", function()
+  local p, params = load_policy("flca", { characterize = "no" })
+  local node = classes_node(8, 1, { "S", "S", "C", "C", "N", "N", "S", "C" })
+  local last, worst = {}, 0
+  for e = 1, 50 do
+    local ran = run_epoch(node, p, params)
+    for _, ids in ipairs(ran) do for _, id in ipairs(ids) do
+      worst = math.max(worst, e - (last[id] or 0))
+      last[id] = e
+    end end
+  end
+  return worst <= 8, "worst gap " .. worst
+end)
+check("jobs arriving and leaving: plans stay valid (all policies, 8 cores, 2 LLCs)", function()
+  for _, name in ipairs(NAMES) do
+    local p, params = load_policy(name, { characterize = "yes" })
+    local node = classes_node(8, 2, { "S", "C", "N" })
+    math.randomseed(42)
+    for e = 1, 80 do
+      if e % 7 == 0 then node:add { class = CL[math.random(1, 3)] } end
+      if e % 11 == 0 and #node.jobs > 1 then node:remove(node.jobs[math.random(1, #node.jobs)].id) end
+      run_epoch(node, p, params)
+    end
+  end
+  return true
+end)
+
+print("1.." .. #results)
+local failed = 0
+for i, r in ipairs(results) do
+  print(("%s %d - %s"):format(r.ok and "ok" or "not ok", i, r.name))
+  if not r.ok then failed = failed + 1 end
+end
+os.exit(failed == 0 and 0 or 1)
