@@ -459,4 +459,39 @@ end
 
 M.split_levels = { auto = true, llc = true, numa = true, core = true, pu = true }
 
+-- The whole policy table of a statically paired, sort-balanced policy (lbb,
+-- llcmrb and their folded variants differ only in name, sort key and fold):
+-- spec = { name =, description =, key = "bw" | "mpki", fold = bool }.
+function M.balance_policy(spec)
+  local src, plan
+  return {
+    api = 1,
+    name = spec.name,
+    description = spec.description,
+    params = {
+      split = { default = "auto", help = "where folded halves are cut: auto, llc, numa, core or pu" },
+      characterize = { default = "yes", help = "yes: measure classes with cosched.characterize; no: use class hints" },
+      standalone_quanta = { default = 2, help = "characterization: quanta measured alone" },
+      folded_quanta = { default = 1, help = "characterization: quanta measured folded" },
+    },
+    init = function(params)
+      if not M.split_levels[params.split] then
+        error(("split = '%s': expected auto, llc, numa, core or pu"):format(params.split), 0)
+      end
+      plan = M.static {
+        fold = spec.fold,
+        split = params.split,
+        pair = function(entries)
+          return M.topbottom(entries, (M.sort_key(entries, spec.key)))
+        end,
+      }
+      src = M.source { characterize = params.characterize }
+      src:init { standalone_quanta = params.standalone_quanta, folded_quanta = params.folded_quanta }
+    end,
+    plan = function(snap)
+      return plan(src, snap)
+    end,
+  }
+end
+
 return M

@@ -56,35 +56,9 @@ S-C pairs still thrash the cache (use flca, which pairs by class and ages).
 
 local pairing = require "cosched.pairing"
 
-local src, plan                         -- set by init()
-
-return {
-  api = 1,
+return pairing.balance_policy {
   name = "fllcmrb",
   description = "Folded LLC-MRB: llcmrb's miss-rate-balanced pairs, each job on half of the cpus (paper 001 Sec. 2, 5)",
-  params = {
-    split = { default = "auto", help = "where folded halves are cut: auto, llc, numa, core or pu" },
-    characterize = { default = "yes", help = "yes: measure classes with cosched.characterize; no: use class hints" },
-    standalone_quanta = { default = 2, help = "characterization: quanta measured alone" },
-    folded_quanta = { default = 1, help = "characterization: quanta measured folded" },
-  },
-
-  init = function(params)
-    if not pairing.split_levels[params.split] then
-      error(("split = '%s': expected auto, llc, numa, core or pu"):format(params.split), 0)
-    end
-    plan = pairing.static {
-      fold = true,
-      split = params.split,
-      pair = function(entries)
-        return pairing.topbottom(entries, (pairing.sort_key(entries, "mpki")))
-      end,
-    }
-    src = pairing.source { characterize = params.characterize }
-    src:init { standalone_quanta = params.standalone_quanta, folded_quanta = params.folded_quanta }
-  end,
-
-  plan = function(snap)
-    return plan(src, snap)
-  end,
+  key = "mpki",      -- LLC misses per 1000 instructions
+  fold = true,
 }

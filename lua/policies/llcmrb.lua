@@ -60,35 +60,9 @@ unfolded pairs double the threads per core; jobs that do not scale are better fo
 
 local pairing = require "cosched.pairing"
 
-local src, plan                         -- set by init()
-
-return {
-  api = 1,
+return pairing.balance_policy {
   name = "llcmrb",
   description = "LLC-MRB: jobs paired by LLC miss rate (top with bottom), both on all cpus (paper 001 Sec. 2)",
-  params = {
-    split = { default = "auto", help = "where folded halves are cut: auto, llc, numa, core or pu" },
-    characterize = { default = "yes", help = "yes: measure classes with cosched.characterize; no: use class hints" },
-    standalone_quanta = { default = 2, help = "characterization: quanta measured alone" },
-    folded_quanta = { default = 1, help = "characterization: quanta measured folded" },
-  },
-
-  init = function(params)
-    if not pairing.split_levels[params.split] then
-      error(("split = '%s': expected auto, llc, numa, core or pu"):format(params.split), 0)
-    end
-    plan = pairing.static {
-      fold = false,
-      split = params.split,
-      pair = function(entries)
-        return pairing.topbottom(entries, (pairing.sort_key(entries, "mpki")))
-      end,
-    }
-    src = pairing.source { characterize = params.characterize }
-    src:init { standalone_quanta = params.standalone_quanta, folded_quanta = params.folded_quanta }
-  end,
-
-  plan = function(snap)
-    return plan(src, snap)
-  end,
+  key = "mpki",      -- LLC misses per 1000 instructions
+  fold = false,
 }
