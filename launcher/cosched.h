@@ -152,6 +152,7 @@ struct cs_job {
     double *metric;            /* last step's metrics in profile order (NaN: unknown) */
     int metric_flags;          /* CS_COUNTS_* of the last step, 0 if none */
     double stop_deadline;      /* cs_engine_stop_job(): SIGKILL after this (0: not stopping) */
+    int fresh;                 /* started during the current step (starts frozen) */
     int stop_killed;
     /* profile store (store.c): the key, the entry the store held when the
      * job was set up (NULL: none, or --reprofile), the last result a policy
@@ -358,6 +359,7 @@ struct cs_engine {
     /* configuration */
     struct cs_topo *topo;
     hwloc_bitmap_t managed;            /* PUs cosched may hand out */
+    hwloc_bitmap_t all_mems;           /* every NUMA node (unconfining memory) */
     double quantum;                    /* seconds */
     double window;                     /* 0: run each job once */
     const struct cs_control_ops *ctl;

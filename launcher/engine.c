@@ -91,6 +91,17 @@ static void out_add(int fd, FILE *to, struct cs_job *j)
     nouts++;
 }
 
+/* Forget the outputs that reached EOF and were flushed (a --window run starts
+ * thousands of instances: their pipes must not pile up). */
+static void out_compact(void)
+{
+    int k = 0;
+    for (int i = 0; i < nouts; i++)
+        if (outs[i].fd >= 0 || outs[i].len > 0)
+            outs[k++] = outs[i];
+    nouts = k;
+}
+
 static void out_drain_all(void)
 {
     for (int i = 0; i < nouts; i++)
@@ -191,13 +202,23 @@ static void child_exec(struct cs_engine *e, struct cs_job *j, int gofd, int ofd,
         signal(s, SIG_DFL);
     sched_setscheduler(0, SCHED_OTHER, &sp);
     setpgid(0, 0);
+    /* jobs run in their own process group, in the background of a terminal:
+     * reading it would stop them (SIGTTIN) for good */
+    int nullfd = open("/dev/null", O_RDONLY);
+    if (nullfd < 0 || dup2(nullfd, STDIN_FILENO) < 0)
+        _exit(126);
+    if (nullfd != STDIN_FILENO)
+        close(nullfd);
     if (ofd >= 0 && dup2(ofd, STDOUT_FILENO) < 0)
         _exit(126);
     if (efd >= 0 && dup2(efd, STDERR_FILENO) < 0)
         _exit(126);
     /* wait until the engine has put us under control */
-    while (read(gofd, b, 1) < 0 && errno == EINTR)
+    ssize_t got;
+    while ((got = read(gofd, b, 1)) < 0 && errno == EINTR)
         ;
+    if (got != 1)      /* cosched died before letting us go: the job never starts */
+        _exit(125);
     if (e->omp_env) {
         snprintf(b, sizeof b, "%d", j->threads);
         set_default_env("OMP_NUM_THREADS", b, j->threads_explicit);
@@ -277,6 +298,7 @@ static int start_instance(struct cs_engine *e, struct cs_job *j)
     if (write(go[1], "g", 1) != 1)
         cs_warn("job %d (%s): could not release the start pipe: %s", j->id, j->name, strerror(errno));
     close(go[1]);
+    j->fresh = 1;
     trace_job_event(e, j, "start", 0);
     cs_debug("job %d (%s): instance %d started as pid %d", j->id, j->name, j->runs_started, (int)pid);
     return 0;
@@ -321,6 +343,7 @@ static struct cs_job *job_by_id(struct cs_engine *e, int id)
 
 struct stepstate {
     int *run;             /* per job index: runs in this step */
+    const struct cs_plan_step *st;   /* the step (its cpus go to the trace) */
     double t_start, t_plan_end, switch_us;
     int fallback;
 };
@@ -333,7 +356,8 @@ static void freeze_jobs(struct cs_engine *e, const int *run)
     int frozen[e->njobs], n = 0;
 
     for (int i = 0; i < e->njobs; i++)
-        if (e->jobs[i]->state == CS_JOB_LIVE && !(run && run[i]) && !e->jobs[i]->frozen)
+        if (e->jobs[i]->state == CS_JOB_LIVE && !(run && run[i]) && !e->jobs[i]->frozen &&
+            e->jobs[i]->stop_deadline <= 0)   /* a job being stopped must be able to die */
             leave[n++] = e->jobs[i];
     if (n == 0)
         return;
@@ -394,7 +418,7 @@ static void unleash_all(struct cs_engine *e)
         struct cs_job *j = e->jobs[i];
         if (j->state != CS_JOB_LIVE)
             continue;
-        if (!hwloc_bitmap_isequal(j->cpus, e->managed) && e->ctl->set_cpus(e, j, e->managed, NULL) == 0)
+        if (!hwloc_bitmap_isequal(j->cpus, e->managed) && e->ctl->set_cpus(e, j, e->managed, e->all_mems) == 0)
             hwloc_bitmap_copy(j->cpus, e->managed);
         if (j->frozen && e->ctl->thaw(e, j) == 0)
             j->frozen = 0;
@@ -482,7 +506,11 @@ static void step_end(struct cs_engine *e, struct stepstate *ss, const int *was_l
         j->last_step_wall = wall;
         j->last_step_cpu = cpu;
         j->last_step_ncpus = hwloc_bitmap_weight(j->cpus);
-        if (ss->run[i] && !j->frozen) {
+        /* an instance restarted during the step starts frozen: the step
+         * belongs to the instance that ran in it */
+        int frozen_now = j->frozen && !j->fresh;
+        j->fresh = 0;
+        if (ss->run[i] && !frozen_now) {
             j->quanta_run++;
             j->last_run_end = now;
             j->waited = 0;
@@ -491,9 +519,10 @@ static void step_end(struct cs_engine *e, struct stepstate *ss, const int *was_l
             j->waited = now - j->last_run_end;
         }
         if (e->trace) {
-            char *c = cs_bitmap_list(j->cpus);
+            /* the cpus of the step: an instance that ended in it may have been unconfined since */
+            char *c = cs_bitmap_list(ss->run[i] && ss->st ? ss->st->jobs[ss->run[i] - 1].cpus : j->cpus);
             fprintf(e->trace, "%s{\"id\":%d,\"name\":\"%s\",\"state\":\"%s\",\"cpus\":\"%s\",\"cpu_s\":%.6f",
-                    first ? "" : ",", j->id, j->name, (!ss->run[i] == !j->frozen) ? "stuck" : ss->run[i] ? "run" : "frozen", c,
+                    first ? "" : ",", j->id, j->name, (!ss->run[i] == !frozen_now) ? "stuck" : ss->run[i] ? "run" : "frozen", c,
                     cpu);
             trace_metrics(e, j);
             fputc('}', e->trace);
@@ -599,8 +628,9 @@ static int reap(struct cs_engine *e, struct runstate *rs)
             j->cpu_ns = ns;
         j->wall += cs_now() - j->t_instance_start;
         j->last_status = status;
+        int was_stopped = j->stop_deadline > 0;
         int killed_by_us = (rs->window_closed && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) ||
-                           (j->stop_deadline > 0 && WIFSIGNALED(status));
+                           (was_stopped && WIFSIGNALED(status));
         int ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
         if (ok)
             j->runs_done++;
@@ -614,8 +644,14 @@ static int reap(struct cs_engine *e, struct runstate *rs)
         }
         trace_job_event(e, j, "end", status);
         j->pid = 0;
+        /* processes the instance left behind stay in its container: never
+         * leave them frozen or confined while the run goes on */
+        if (j->frozen && e->ctl->thaw(e, j) == 0)
+            j->frozen = 0;
+        if (!hwloc_bitmap_isequal(j->cpus, e->managed) && e->ctl->set_cpus(e, j, e->managed, e->all_mems) == 0)
+            hwloc_bitmap_copy(j->cpus, e->managed);
         j->frozen = 0;
-        if (job_still_restartable(e, rs) && !(j->failed && !ok) && j->stop_deadline <= 0) {
+        if (job_still_restartable(e, rs) && !(j->failed && !ok) && !was_stopped) {
             j->state = CS_JOB_WAITING;
             if (start_instance(e, j) < 0) {
                 j->failed = 1;
@@ -653,7 +689,7 @@ static int on_signal(struct cs_engine *e, struct runstate *rs)
             rs->stopping = 1;
             rs->stop_signal = sig;
             rs->kill_deadline = cs_now() + e->kill_timeout;
-            cs_warn("received %s: forwarding it to %d job(s), SIGKILL after %.0f s", strsignal(sig), nlive(e),
+            cs_warn("received %s: forwarding it to %d job(s), SIGKILL after %g s", strsignal(sig), nlive(e),
                     e->kill_timeout);
             forward_signal(e, sig);
         } else if (!rs->killed) {
@@ -672,15 +708,29 @@ static int on_signal(struct cs_engine *e, struct runstate *rs)
  */
 static int wait_step(struct cs_engine *e, struct runstate *rs, double until)
 {
+    static struct pollfd *pf;
+    static int pfcap;
+    static int poll_failed;
+
     for (;;) {
-        struct pollfd pf[1 + nouts];
         int n = 0, ms;
         double left = until - cs_now();
+
+        out_compact();
+        if (pfcap < 1 + nouts) {
+            struct pollfd *np = realloc(pf, (1 + nouts) * sizeof *pf);
+            if (np == NULL) {
+                cs_err("out of memory waiting for %d job output pipe(s)", nouts);
+                return 1;
+            }
+            pf = np;
+            pfcap = 1 + nouts;
+        }
 
         if (rs->stopping) {
             double kl = rs->kill_deadline - cs_now();
             if (!rs->killed && kl <= 0) {
-                cs_warn("%d job(s) still running %.0f s after the signal: sending SIGKILL", nlive(e),
+                cs_warn("%d job(s) still running %g s after the signal: sending SIGKILL", nlive(e),
                         e->kill_timeout);
                 forward_signal(e, SIGKILL);
                 rs->killed = 1;
@@ -699,8 +749,13 @@ static int wait_step(struct cs_engine *e, struct runstate *rs, double until)
         if (poll(pf, n, ms) < 0) {
             if (errno == EINTR)
                 continue;
-            cs_err("poll: %s", strerror(errno));
-            return 1;
+            /* never spin blind: signals and ended jobs are still handled */
+            if (!poll_failed++)
+                cs_err("waiting for signals and %d job output pipe(s) failed: %s; "
+                       "job output may be delayed", nouts, strerror(errno));
+            struct timespec ts = { 0, 10 * 1000 * 1000 };
+            nanosleep(&ts, NULL);
+            return on_signal(e, rs);
         }
         for (int i = 0; i < nouts; i++)
             if (outs[i].fd >= 0 && (pf[1 + i].revents & (POLLIN | POLLHUP | POLLERR)))
@@ -770,6 +825,9 @@ int cs_engine_run(struct cs_engine *e)
 
     ss.run = calloc(e->njobs, sizeof *ss.run);
     e->t0 = cs_now();
+    e->all_mems = hwloc_bitmap_alloc();
+    for (int k = 0; k < e->topo->nnumas; k++)
+        hwloc_bitmap_set(e->all_mems, (unsigned)e->topo->numas[k].os_index);
     if (e->run_id == NULL)
         e->run_id = cs_strdup_printf("%d", (int)getpid());
 
@@ -826,8 +884,9 @@ int cs_engine_run(struct cs_engine *e)
     while (nlive(e) > 0) {
         if (e->window > 0 && !rs.window_closed && cs_now() - e->t0 >= e->window) {
             rs.window_closed = 1;
-            cs_info("window of %.0f s closed: stopping the running instances", e->window);
+            cs_info("window of %g s closed: stopping the running instances", e->window);
             forward_signal(e, SIGKILL);
+            istep = plan.nsteps;   /* the old plan must not freeze them again */
         }
         if (istep >= plan.nsteps) {
             cs_plan_free(&plan);
@@ -850,6 +909,7 @@ int cs_engine_run(struct cs_engine *e)
         for (int i = 0; i < e->njobs; i++)
             was_live[i] = e->jobs[i]->state == CS_JOB_LIVE;
         ss.switch_us = do_switch(e, st, ss.run);
+        ss.st = st;
         {
             hwloc_const_bitmap_t cpus_of[e->njobs];
             for (int i = 0; i < e->njobs; i++)
@@ -896,6 +956,8 @@ release:
         print_summary(e);
 out:
     cs_plan_free(&plan);
+    hwloc_bitmap_free(e->all_mems);
+    e->all_mems = NULL;
     free(ss.run);
     free(was_live);
     if (rs.sfd >= 0)

@@ -11,6 +11,7 @@
  */
 #include "config.h"
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <pwd.h>
@@ -623,7 +624,7 @@ static int run_or_classify(int argc, char **argv, struct classify *cl)
     if ((e.ctl = cs_control_select(control)) == NULL)
         goto bad;
 
-    if (tracefile && (e.trace = fopen(tracefile, "w")) == NULL)
+    if (tracefile && (e.trace = fopen(tracefile, "we")) == NULL)
         BAD("--trace %s: %s", tracefile, strerror(errno));
 
     {
@@ -639,7 +640,7 @@ static int run_or_classify(int argc, char **argv, struct classify *cl)
         e.on_plan_arg = cl;
         /* stdout is for the result: the program's output goes to stderr */
         fflush(stdout);
-        saved_stdout = dup(1);
+        saved_stdout = fcntl(1, F_DUPFD_CLOEXEC, 3);
         if (saved_stdout >= 0)
             dup2(2, 1);
     }
