@@ -91,6 +91,16 @@ struct cs_policy {
 
     int plan_ref, init_ref, decl_ref, params_ref;
 
+    /* snapshot caches (see "snapshot" below): the topology tables while the
+     * topology and the managed set stay the same; the stack slots of the
+     * cpu-list and job.stored caches while push_snapshot() runs (0 else) */
+    int topo_ref;
+    const struct cs_topo *topo_src;
+    uint64_t topo_fp;
+    int cpu_cur, cpu_prev, st_cur, st_prev;
+    unsigned long *keybuf;     /* a cpu bitmap as bytes: the cache key */
+    int keycap;
+
     /* plan_protected() context */
     struct cs_engine *e;
     struct cs_plan *out;
@@ -970,6 +980,7 @@ void cs_policy_free(struct cs_policy *p)
     free(p->moddir);
     free(p->description);
     free(p->res);
+    free(p->keybuf);
     free(p);
 }
 
@@ -986,7 +997,7 @@ static struct cs_policy *policy_open(const char *name, const char *file, int qui
     p->mem_limit = limit_mem;
     p->insn_limit = limit_insns;
     p->seconds = limit_seconds;
-    p->plan_ref = p->init_ref = p->decl_ref = p->params_ref = LUA_NOREF;
+    p->plan_ref = p->init_ref = p->decl_ref = p->params_ref = p->topo_ref = LUA_NOREF;
     p->name = strdup(name);
     p->file = strdup(file);
     p->dir = strdup(file);
@@ -1268,6 +1279,31 @@ int cs_policy_list(char **search, int nsearch, FILE *f)
 
 /* ----------------------------------------------------------- snapshot */
 
+/*
+ * The snapshot is rebuilt at every epoch, but much of it does not change
+ * from one epoch to the next and every table of it is immutable (a
+ * read-only proxy), so the host reuses tables instead of building them again:
+ *
+ *   cpu lists    one read-only list per distinct set of PUs, shared by every
+ *                table of the snapshot that holds that set (snap.cpus, a job
+ *                not placed yet, ...), and kept for the next epoch; the cache
+ *                is a Lua table keyed by the bitmap's bytes, in two
+ *                generations (cpu_cur, cpu_prev) so that a list unused for a
+ *                whole epoch is dropped;
+ *   job.stored   built once per job (keyed by id, checked against the
+ *                entry's bytes), also in two generations; only its age is
+ *                refreshed in place when the clock moved on;
+ *   topology     built once and kept (topo_ref) while the topology and the
+ *                managed set stay the same (topo_src, topo_fp).
+ *
+ * What a policy sees is the same; only identities differ (two jobs on the
+ * same PUs get the same cpus table, as do consecutive snapshots).  Cached
+ * tables live in the policy's own state and count against its memory limit.
+ */
+
+static const char CPU_CACHE_KEY[] = "cosched.cpucache";
+static const char STORED_CACHE_KEY[] = "cosched.storedcache";
+
 static void set_num(lua_State *L, const char *k, double v)
 {
     lua_pushnumber(L, v);
@@ -1280,27 +1316,90 @@ static void set_int(lua_State *L, const char *k, long long v)
     lua_setfield(L, -2, k);
 }
 
-/* Push a read-only list of the set bits of a (& b if b). */
+/* Push the previous generation of a cache (registry key) and a new current
+ * one, which replaces it in the registry; *prev, *cur get the stack slots. */
+static void cache_begin(lua_State *L, const char *key, int *prev, int *cur, int size)
+{
+    if (lua_getfield(L, LUA_REGISTRYINDEX, key) != LUA_TTABLE) {
+        lua_pop(L, 1);
+        lua_newtable(L);
+    }
+    *prev = lua_gettop(L);
+    lua_createtable(L, 0, size);
+    lua_pushvalue(L, -1);
+    lua_setfield(L, LUA_REGISTRYINDEX, key);
+    *cur = lua_gettop(L);
+}
+
+/* Push the bytes of s (a finite, non-empty bitmap) as a string; "" for an
+ * empty or infinite one, which gives an empty list. */
+static void push_bitmap_key(lua_State *L, struct cs_policy *p, hwloc_const_bitmap_t s)
+{
+    int n, i;
+
+    if (!s || hwloc_bitmap_weight(s) <= 0 || (n = hwloc_bitmap_nr_ulongs(s)) <= 0) {
+        lua_pushliteral(L, "");
+        return;
+    }
+    if (n > p->keycap) {
+        unsigned long *k = realloc(p->keybuf, sizeof *k * (size_t)n);
+        if (!k)
+            luaL_error(L, "out of memory");
+        p->keybuf = k;
+        p->keycap = n;
+    }
+    for (i = 0; i < n; i++)
+        p->keybuf[i] = hwloc_bitmap_to_ith_ulong(s, (unsigned)i);
+    lua_pushlstring(L, (const char *)p->keybuf, sizeof *p->keybuf * (size_t)n);
+}
+
+/* Push a new read-only list of the set bits of s. */
+static void build_cpulist(lua_State *L, hwloc_const_bitmap_t s)
+{
+    int w = s ? hwloc_bitmap_weight(s) : 0, i = 1;
+    unsigned id;
+
+    lua_createtable(L, w > 0 ? w : 0, 0);
+    if (w > 0) {
+        hwloc_bitmap_foreach_begin(id, s) {
+            lua_pushinteger(L, (lua_Integer)id);
+            lua_rawseti(L, -2, i++);
+        } hwloc_bitmap_foreach_end();
+    }
+    ro_wrap(L);
+}
+
+/* Push a read-only list of the set bits of a (& b if b): the cached one
+ * when push_snapshot() is under way. */
 static void push_cpulist(lua_State *L, struct cs_policy *p, hwloc_const_bitmap_t a,
                          hwloc_const_bitmap_t b)
 {
-    int i = 1;
-    unsigned id;
+    hwloc_const_bitmap_t s = a;
 
-    lua_newtable(L);
-    if (a) {
-        if (b)
-            hwloc_bitmap_and(p->tmp, a, b);
-        else
-            hwloc_bitmap_copy(p->tmp, a);
-        if (hwloc_bitmap_weight(p->tmp) > 0) {
-            hwloc_bitmap_foreach_begin(id, p->tmp) {
-                lua_pushinteger(L, (lua_Integer)id);
-                lua_rawseti(L, -2, i++);
-            } hwloc_bitmap_foreach_end();
-        }
+    if (a && b) {
+        hwloc_bitmap_and(p->tmp, a, b);
+        s = p->tmp;
     }
-    ro_wrap(L);
+    if (!p->cpu_cur) {
+        build_cpulist(L, s);
+        return;
+    }
+    push_bitmap_key(L, p, s);                      /* key */
+    lua_pushvalue(L, -1);
+    if (lua_rawget(L, p->cpu_cur) != LUA_TNIL) {   /* key list */
+        lua_remove(L, -2);
+        return;
+    }
+    lua_pop(L, 1);
+    lua_pushvalue(L, -1);
+    if (lua_rawget(L, p->cpu_prev) == LUA_TNIL) {
+        lua_pop(L, 1);
+        build_cpulist(L, s);
+    }
+    lua_pushvalue(L, -2);                          /* key list key */
+    lua_pushvalue(L, -2);
+    lua_rawset(L, p->cpu_cur);
+    lua_remove(L, -2);
 }
 
 static int cmp_job_id(const void *a, const void *b)
@@ -1322,16 +1421,62 @@ static struct cs_job **live_jobs(lua_State *L, struct cs_engine *e, int *n)
     return v;
 }
 
-static void push_topology(lua_State *L, struct cs_policy *p, struct cs_engine *e)
+/* FNV-1a over what push_topology() reads, to tell when to build it again. */
+static uint64_t fp_add(uint64_t h, const void *d, size_t n)
+{
+    const unsigned char *c = d;
+    while (n--)
+        h = (h ^ *c++) * 0x100000001b3ULL;
+    return h;
+}
+
+static uint64_t fp_bitmap(uint64_t h, hwloc_const_bitmap_t s)
+{
+    int n = s ? hwloc_bitmap_nr_ulongs(s) : 0;
+    h = fp_add(h, &n, sizeof n);
+    for (int i = 0; i < n; i++) {
+        unsigned long w = hwloc_bitmap_to_ith_ulong(s, (unsigned)i);
+        h = fp_add(h, &w, sizeof w);
+    }
+    return h;
+}
+
+static uint64_t fp_domain(uint64_t h, const struct cs_domain *d)
+{
+    h = fp_add(h, &d->os_index, sizeof d->os_index);
+    h = fp_add(h, &d->size, sizeof d->size);
+    h = fp_add(h, &d->depth, sizeof d->depth);
+    return fp_bitmap(h, d->cpus);
+}
+
+static uint64_t topo_fingerprint(const struct cs_topo *t, hwloc_const_bitmap_t managed)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+    int i;
+
+    h = fp_bitmap(h, managed);
+    h = fp_add(h, &t->nllcs, sizeof t->nllcs);
+    for (i = 0; i < t->nllcs; i++)
+        h = fp_domain(h, &t->llcs[i]);
+    h = fp_add(h, &t->nnumas, sizeof t->nnumas);
+    for (i = 0; i < t->nnumas; i++)
+        h = fp_domain(h, &t->numas[i]);
+    h = fp_add(h, &t->ncores, sizeof t->ncores);
+    for (i = 0; i < t->ncores; i++) {
+        const struct cs_core *c = &t->cores[i];
+        h = fp_add(h, &c->llc, sizeof c->llc);
+        h = fp_add(h, &c->numa, sizeof c->numa);
+        h = fp_add(h, &c->package, sizeof c->package);
+        h = fp_bitmap(h, c->pus);
+    }
+    return h;
+}
+
+static void build_topology(lua_State *L, struct cs_policy *p, struct cs_engine *e)
 {
     const struct cs_topo *t = e->topo;
     int *llcmap, i, k;
 
-    if (!t) {
-        lua_newtable(L);
-        ro_wrap(L);
-        return;
-    }
     llcmap = lua_newuserdata(L, sizeof(int) * (size_t)(t->nllcs + 1));
 
     lua_createtable(L, 0, 3);
@@ -1392,6 +1537,30 @@ static void push_topology(lua_State *L, struct cs_policy *p, struct cs_engine *e
     lua_remove(L, -2);                     /* llcmap */
 }
 
+/* snap.topology: the cached tables while topology and managed set stay. */
+static void push_topology(lua_State *L, struct cs_policy *p, struct cs_engine *e)
+{
+    uint64_t fp;
+
+    if (!e->topo) {
+        lua_newtable(L);
+        ro_wrap(L);
+        return;
+    }
+    fp = topo_fingerprint(e->topo, e->managed);
+    if (p->topo_ref != LUA_NOREF && p->topo_src == e->topo && p->topo_fp == fp) {
+        lua_rawgeti(L, LUA_REGISTRYINDEX, p->topo_ref);
+        return;
+    }
+    build_topology(L, p, e);
+    luaL_unref(L, LUA_REGISTRYINDEX, p->topo_ref);
+    p->topo_ref = LUA_NOREF;
+    lua_pushvalue(L, -1);
+    p->topo_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    p->topo_src = e->topo;
+    p->topo_fp = fp;
+}
+
 /* last.metrics = { ipc = ..., bw_l2 = ... } (finite values of the metrics the
  * profile can give; absent when not counted), last.counted, last.socket_owned */
 static void push_metrics(lua_State *L, const struct cs_engine *e, const struct cs_job *j)
@@ -1412,12 +1581,18 @@ static void push_metrics(lua_State *L, const struct cs_engine *e, const struct c
     lua_setfield(L, -2, "metrics");
 }
 
-/* job.stored = { class =, ipc_standalone =, ..., bw = { l1 =, l2 =, llc = },
- * gang_only =, age = seconds }: what the profile store held for the job */
-static void push_stored(lua_State *L, const struct cs_stored *r)
+static double stored_age(const struct cs_stored *r, time_t now)
+{
+    double age = (double)now - r->created;
+    return age > 0 ? age : 0;
+}
+
+/* Push a new job.stored = { class =, ipc_standalone =, ..., bw = { l1 =,
+ * l2 =, llc = }, gang_only =, age = seconds }: what the profile store held
+ * for the job; its data table (where age is) goes below it. */
+static void build_stored(lua_State *L, const struct cs_stored *r, time_t now)
 {
     char c[2] = { r->cls, 0 };
-    double age = (double)time(NULL) - r->created;
 
     lua_createtable(L, 0, 10);
     lua_pushstring(L, c);
@@ -1445,12 +1620,56 @@ static void push_stored(lua_State *L, const struct cs_stored *r)
         set_int(L, "cores_folded", r->cores_folded);
     lua_pushboolean(L, r->gang_only);
     lua_setfield(L, -2, "gang_only");
-    set_num(L, "age", age > 0 ? age : 0);
-    ro_wrap(L);
+    set_num(L, "age", stored_age(r, now));
+    lua_pushvalue(L, -1);
+    ro_wrap(L);                            /* data proxy */
+}
+
+/* The cache entry of a job.stored: a copy of the entry it was built from and
+ * the second its age is of; user values: 1 the proxy, 2 its data table. */
+struct stored_cache { struct cs_stored r; time_t t; };
+
+/* job.stored (set in the table on top of the stack). */
+static void push_stored(lua_State *L, struct cs_policy *p, const struct cs_job *j, time_t now)
+{
+    const struct cs_stored *r = j->stored;
+    struct stored_cache *sc;
+    int found = 0;
+
+    if (!p->st_cur) {
+        build_stored(L, r, now);
+        lua_remove(L, -2);
+        lua_setfield(L, -2, "stored");
+        return;
+    }
+    if (lua_rawgeti(L, p->st_prev, j->id) == LUA_TUSERDATA) {
+        sc = lua_touserdata(L, -1);
+        found = !memcmp(&sc->r, r, sizeof *r);
+    }
+    if (!found) {
+        lua_pop(L, 1);
+        sc = lua_newuserdatauv(L, sizeof *sc, 2);
+        memcpy(&sc->r, r, sizeof *r);
+        sc->t = now;
+        build_stored(L, r, now);               /* ud data proxy */
+        lua_setiuservalue(L, -3, 1);
+        lua_setiuservalue(L, -2, 2);
+    } else if (sc->t != now) {
+        lua_getiuservalue(L, -1, 2);           /* ud data */
+        lua_pushliteral(L, "age");
+        lua_pushnumber(L, stored_age(r, now));
+        lua_rawset(L, -3);
+        lua_pop(L, 1);
+        sc->t = now;
+    }
+    lua_pushvalue(L, -1);
+    lua_rawseti(L, p->st_cur, j->id);
+    lua_getiuservalue(L, -1, 1);               /* ud proxy */
+    lua_remove(L, -2);
     lua_setfield(L, -2, "stored");
 }
 
-static void push_job(lua_State *L, struct cs_policy *p, const struct cs_job *j)
+static void push_job(lua_State *L, struct cs_policy *p, const struct cs_job *j, time_t now)
 {
     lua_createtable(L, 0, 16);
     set_int(L, "id", j->id);
@@ -1473,9 +1692,9 @@ static void push_job(lua_State *L, struct cs_policy *p, const struct cs_job *j)
     push_cpulist(L, p, j->cpus, NULL);
     lua_setfield(L, -2, "cpus");
     if (j->stored)
-        push_stored(L, j->stored);
+        push_stored(L, p, j, now);
     if (j->last_step_wall > 0) {
-        lua_createtable(L, 0, 3);
+        lua_createtable(L, 0, 5);
         set_num(L, "wall", j->last_step_wall);
         set_num(L, "cpu", j->last_step_cpu);
         set_int(L, "ncpus", j->last_step_ncpus);
@@ -1489,7 +1708,13 @@ static void push_job(lua_State *L, struct cs_policy *p, const struct cs_job *j)
 static void push_snapshot(lua_State *L, struct cs_policy *p, struct cs_engine *e,
                           struct cs_job **live, int nlive)
 {
-    int i;
+    time_t now = time(NULL);
+    int i, top = lua_gettop(L);
+
+    /* the caches' slots stay valid until the snapshot is on the stack; an
+     * error on the way leaves them set, which the next call resets */
+    cache_begin(L, CPU_CACHE_KEY, &p->cpu_prev, &p->cpu_cur, 16);
+    cache_begin(L, STORED_CACHE_KEY, &p->st_prev, &p->st_cur, nlive);
 
     lua_createtable(L, 0, 9);
     set_int(L, "api", CS_POLICY_API);
@@ -1504,12 +1729,15 @@ static void push_snapshot(lua_State *L, struct cs_policy *p, struct cs_engine *e
     lua_setfield(L, -2, "topology");
     lua_createtable(L, nlive, 0);
     for (i = 0; i < nlive; i++) {
-        push_job(L, p, live[i]);
+        push_job(L, p, live[i], now);
         lua_rawseti(L, -2, i + 1);
     }
     ro_wrap(L);
     lua_setfield(L, -2, "jobs");
     ro_wrap(L);
+    p->cpu_cur = p->cpu_prev = p->st_cur = p->st_prev = 0;
+    lua_replace(L, top + 1);
+    lua_settop(L, top + 1);
 }
 
 /* --------------------------------------------------------------- plan */
@@ -1939,6 +2167,7 @@ int cs_policy_plan(struct cs_policy *p, struct cs_engine *e, struct cs_plan *pla
     p->out = plan;
     t = cs_now();
     if (call_bounded(p, plan_protected, NULL, 0, limit, "plan()", &err) < 0) {
+        p->cpu_cur = p->cpu_prev = p->st_cur = p->st_prev = 0;
         cs_err("%s", err);
         free(err);
         cs_plan_free(plan);
