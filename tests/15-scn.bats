@@ -42,13 +42,7 @@ refused() {
 }
 
 @test "scn: the whole Lua test script passes (reuse factors, zero traffic, thresholds, sandbox)" {
-    run "$LUA" "$COSCHED_SRCDIR/tests/lua/test_scn.lua" "$COSCHED_SRCDIR"
-    echo "$output"
-    [ "$status" -eq 0 ]
-    [[ ${lines[0]} =~ ^1\.\.[0-9]+$ ]]
-    local plan=${lines[0]#1..}
-    assert_equal "$(grep -c '^ok ' <<<"$output")" "$plan" "passing tests"
-    ! grep -q '^not ok' <<<"$output"
+    lua_tap_all_ok tests/lua/test_scn.lua
 }
 
 @test "scn: a class comes with its reuse factors and reason" {

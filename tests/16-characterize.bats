@@ -22,18 +22,7 @@ characterize() {
 }
 
 @test "characterize: every test of the Lua script passes" {
-    run "$LUA" "$COSCHED_SRCDIR/tests/lua/test_characterize.lua" "$COSCHED_SRCDIR"
-    echo "$output"
-    [ "$status" -eq 0 ]
-    [[ ${lines[0]} =~ ^1\.\.[0-9]+$ ]]
-    local plan=${lines[0]#1..} line n=0
-    [ "$plan" -gt 0 ]
-    # every line after the plan is "ok N - ..." with N counting up from 1
-    for line in "${lines[@]:1}"; do
-        n=$((n + 1))
-        [[ $line =~ ^ok\ $n\ -\  ]] || { echo "line $n is not ok: $line" >&2; return 1; }
-    done
-    assert_equal "$n" "$plan" "test lines"
+    lua_tap_all_ok tests/lua/test_characterize.lua
 }
 
 @test "characterize: every row of Table 2 is classified as the paper does" {

@@ -20,18 +20,7 @@ teardown() {
 }
 
 @test "policies2: every test of the Lua script passes" {
-    command -v "$LUA" >/dev/null || skip "the $LUA interpreter is missing (Debian package lua5.4)"
-    run "$LUA" "$COSCHED_SRCDIR/tests/lua/test_policies2.lua" "$COSCHED_SRCDIR"
-    echo "$output"
-    [ "$status" -eq 0 ]
-    [[ ${lines[0]} =~ ^1\.\.[0-9]+$ ]]
-    local plan=${lines[0]#1..} line n=0
-    [ "$plan" -gt 0 ]
-    for line in "${lines[@]:1}"; do
-        n=$((n + 1))
-        [[ $line =~ ^ok\ $n\ -\  ]] || { echo "line $n is not ok: $line" >&2; return 1; }
-    done
-    assert_equal "$n" "$plan" "test lines"
+    lua_tap_all_ok tests/lua/test_policies2.lua
 }
 
 # check_trace FILE NJOBS [APART]: no fallback; in every step the running jobs'

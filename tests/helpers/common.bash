@@ -514,3 +514,23 @@ _cs_thaw_all() {
     done < <(_cs_cosched_cgroups "$(_cs_v1_mount freezer)" "$(_cs_v2_mount)")
     return 0
 }
+
+# lua_tap_all_ok SCRIPT: run a Lua TAP test script (tests/lua/*.lua, with the
+# source tree as its argument) and require its plan line and every test line
+# "ok N - ..." in order; skips when the interpreter is missing.
+lua_tap_all_ok() {
+    local lua=${LUA:-lua5.4} line n=0 plan
+    command -v "$lua" >/dev/null || skip "the $lua interpreter is missing (Debian package lua5.4)"
+    run "$lua" "$COSCHED_SRCDIR/$1" "$COSCHED_SRCDIR"
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [[ ${lines[0]} =~ ^1\.\.[0-9]+$ ]]
+    plan=${lines[0]#1..}
+    [ "$plan" -gt 0 ]
+    for line in "${lines[@]:1}"; do
+        [[ $line == \#* ]] && continue          # TAP diagnostics
+        n=$((n + 1))
+        [[ $line =~ ^ok\ $n\ -\  ]] || { echo "line $n is not ok: $line" >&2; return 1; }
+    done
+    assert_equal "$n" "$plan" "test lines"
+}
