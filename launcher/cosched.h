@@ -126,7 +126,6 @@ struct cs_job {
     /* runtime */
     enum cs_job_state state;
     pid_t pid;                 /* leader of the current instance; also its pgid */
-    int start_fd;              /* write end of the start pipe until released */
     int runs_started, runs_done;
     int last_status;           /* wait status of the last instance */
     int failed;                /* some instance ended abnormally */
@@ -140,8 +139,6 @@ struct cs_job {
     int frozen;                /* current mechanism state */
     hwloc_bitmap_t cpus;       /* cores it is allowed on now */
     hwloc_bitmap_t mems;       /* memory nodes now (may be empty: unchanged) */
-    int out_fd, err_fd;        /* where its output goes (-1: inherit) */
-    int out_pipe, err_pipe;    /* read ends when output is prefixed */
     /* last step's measurements, handed to the policy */
     double last_step_wall, last_step_cpu;
     int last_step_ncpus;
