@@ -274,6 +274,11 @@ static int cg1_job_prepare(struct cs_engine *e, struct cs_job *j)
         made[i] = 1;
         if ((st->h[i].ctls & 1u << C_CPUSET) && cpuset_fill(cj->dir[i], st->h[i].run, NULL) < 0)
             goto fail;
+        /* a plan's mems move the job's pages with it (paper 002: migrate
+         * memory with the job), not only its future allocations */
+        if ((st->h[i].ctls & 1u << C_CPUSET) && cs_cg_write(WHO, cj->dir[i], "cpuset.memory_migrate", "1") < 0)
+            cs_warn(WHO ": job %d: cpuset.memory_migrate could not be set: memory will not follow a change "
+                    "of memory nodes", j->id);
     }
     j->ctl = cj;
     return 0;

@@ -148,6 +148,11 @@ struct cs_job {
     uint64_t steps_live;       /* steps this job was live in (replay keys on it) */
     double *metric;            /* last step's metrics in profile order (NaN: unknown) */
     int metric_flags;          /* CS_COUNTS_* of the last step, 0 if none */
+    /* where its memory is (numa.c): bytes per NUMA node os index, sampled at
+     * most once a second; mem_nnodes 0 = unknown */
+    double *mem_bytes;
+    int mem_nnodes;
+    double mem_sampled;
     double stop_deadline;      /* cs_engine_stop_job(): SIGKILL after this (0: not stopping) */
     int fresh;                 /* started during the current step (starts frozen) */
     int stop_killed;
@@ -268,6 +273,15 @@ int cs_rec_add(char *rec, size_t len, const char *field);
 int cs_rec_split(char *rec, char **fields, int max);
 /* 0 if cgroup2's cpuset controller can confine jobs here; else -1 and why. */
 int cs_cgroup2_cpuset_usable(char *why, size_t len);
+
+/* ------------------------------------------------------------------ numa */
+/* Where process pid's resident memory is: bytes per NUMA node (os index),
+ * from the kernel's per-mapping node counts (/proc/PID/numa_maps, what
+ * numastat reads).  bytes has room for nnodes entries.  0, or -1 with errno
+ * (ESRCH when the process is gone). */
+int cs_numa_resident(pid_t pid, double *bytes, int nnodes);
+/* Sample every live job's memory if a second has passed since its last sample. */
+void cs_numa_sample_jobs(struct cs_engine *e);
 
 /* --------------------------------------------------------------- guardian */
 /* Fork the guardian; it lives until cs_guard_done() or the engine's death. */

@@ -895,7 +895,7 @@ int cs_engine_run(struct cs_engine *e)
             ss.fallback = 0;
             if (rs.stopping || rs.window_closed) {
                 fallback_plan(e, &plan);
-            } else if (cs_policy_plan(e->policy, e, &plan) < 0) {
+            } else if (cs_numa_sample_jobs(e), cs_policy_plan(e->policy, e, &plan) < 0) {
                 e->nfallbacks++;
                 ss.fallback = 1;
                 cs_warn("policy %s failed in epoch %llu: every job runs on every managed cpu this epoch",

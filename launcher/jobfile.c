@@ -106,6 +106,7 @@ void cs_job_free(struct cs_job *j)
     free_words(j->argv);
     free(j->cwd);
     free(j->metric);
+    free(j->mem_bytes);
     free((char *)j->origin);
     if (j->cpus)
         hwloc_bitmap_free(j->cpus);

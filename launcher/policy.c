@@ -1563,6 +1563,37 @@ static void push_topology(lua_State *L, struct cs_policy *p, struct cs_engine *e
 
 /* last.metrics = { ipc = ..., bw_l2 = ... } (finite values of the metrics the
  * profile can give; absent when not counted), last.counted, last.socket_owned */
+/* job.memory = { pages = N, nodes = { [os_index] = fraction }, home = os_index }
+ * (absent when unknown or empty) */
+static void push_memory(lua_State *L, const struct cs_job *j)
+{
+    double total = 0, best = -1;
+    int home = -1;
+
+    for (int k = 0; k < j->mem_nnodes; k++) {
+        total += j->mem_bytes[k];
+        if (j->mem_bytes[k] > best) {
+            best = j->mem_bytes[k];
+            home = k;
+        }
+    }
+    if (total <= 0)
+        return;
+    lua_createtable(L, 0, 3);
+    set_num(L, "pages", total / 4096.0);
+    set_int(L, "home", home);
+    lua_createtable(L, 0, j->mem_nnodes);
+    for (int k = 0; k < j->mem_nnodes; k++)
+        if (j->mem_bytes[k] > 0) {
+            lua_pushnumber(L, j->mem_bytes[k] / total);
+            lua_rawseti(L, -2, k);
+        }
+    ro_wrap(L);
+    lua_setfield(L, -2, "nodes");
+    ro_wrap(L);
+    lua_setfield(L, -2, "memory");
+}
+
 static void push_metrics(lua_State *L, const struct cs_engine *e, const struct cs_job *j)
 {
     const struct cs_profile *pr = e ? e->profile : NULL;
@@ -1693,6 +1724,7 @@ static void push_job(lua_State *L, struct cs_policy *p, const struct cs_job *j, 
     lua_setfield(L, -2, "cpus");
     if (j->stored)
         push_stored(L, p, j, now);
+    push_memory(L, j);
     if (j->last_step_wall > 0) {
         lua_createtable(L, 0, 5);
         set_num(L, "wall", j->last_step_wall);
