@@ -194,3 +194,15 @@ PY
     [ "$status" -eq 0 ]
     ! echo "$output" | grep -q "completed"
 }
+
+@test "job.memory: the policy sees where a job's memory is (kernel's per-node counts)" {
+    # stream with 3 x 32 MiB arrays: at least 96 MiB resident once it runs
+    run "$COSCHED" run --policy-path "$COSCHED_SRCDIR/tests/policies" --policy memshow --quantum 300ms \
+        -- "$DEMO/stream" -m 32 -s 2.5
+    echo "$output"
+    [ "$status" -eq 0 ]
+    pages=$(echo "$output" | awk '/job 1 memory pages/ { p = $8 } END { print p + 0 }')
+    [ "$pages" -ge 24000 ]
+    first_node=$(cosched_first_numa_node)
+    assert_contains "$output" "home $first_node"
+}

@@ -40,3 +40,8 @@ job_is_free() { ! job_is_held "$1"; }
 
 # True when FILE exists and has at least N lines
 lines_at_least() { [ -f "$1" ] && [ "$(wc -l < "$1")" -ge "$2" ]; }
+
+# OS index of the first NUMA node, from hwloc via cosched topology --json
+cosched_first_numa_node() {
+    "$COSCHED" topology --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["numa_nodes"][0]["os_index"])'
+}
