@@ -1,0 +1,105 @@
+#!/usr/bin/env bats
+# 53-dinuma: DI-NUMA and DIP of paper 002 (lua/policies/{dinuma,dip}.lua,
+# lua/cosched/numa_spread.lua).  tests/lua/test_dinuma.lua checks, on fake
+# NUMA snapshots, the spread of devils over 2 and 4 nodes, stability under
+# oscillating MPKI (migrate_every), migration and its page accounting, DIP's
+# isolation of priority jobs, single-node degrade and, on random seeded
+# workloads over 1-8 NUMA nodes and 2-256 cores, plan validity, mems and the
+# bounds; here we run it, then run both policies for real on spin jobs with
+# class hints from a job file (on a one-node machine they degrade to round
+# robin on that node and say so once).
+
+load helpers/common
+
+setup() {
+    LUA=${LUA:-lua5.4}
+    cd "$BATS_TEST_TMPDIR"
+}
+
+teardown() {
+    cleanup_cosched
+}
+
+@test "dinuma/dip: every test of the Lua script passes" {
+    lua_tap_all_ok tests/lua/test_dinuma.lua
+}
+
+# check_trace FILE NJOBS: no fallback; in every step the running jobs' cpus
+# are disjoint; every job ran at least once.
+check_trace() {
+    python3 - "$1" "$2" <<'PY'
+import json, sys
+path, njobs = sys.argv[1], int(sys.argv[2])
+def cpulist(s):
+    out = set()
+    for p in filter(None, s.split(",")):
+        a, _, b = p.partition("-")
+        out.update(range(int(a), int(b or a) + 1))
+    return out
+ran, steps = set(), 0
+for line in open(path):
+    o = json.loads(line)
+    if o.get("type") != "step":
+        continue
+    steps += 1
+    assert not o["fallback"], "step %d: fallback plan" % o["seq"]
+    run = [j for j in o["jobs"] if j["state"] == "run"]
+    for j in run:
+        ran.add(j["id"])
+    for i, a in enumerate(run):
+        for b in run[i + 1:]:
+            assert not cpulist(a["cpus"]) & cpulist(b["cpus"]), "step %d: jobs %d and %d overlap: %s / %s" % (
+                o["seq"], a["id"], b["id"], a["cpus"], b["cpus"])
+assert steps > 0, "no steps"
+assert len(ran) == njobs, "jobs that ran: %s, want %d" % (sorted(ran), njobs)
+print("%d steps, %d jobs ran" % (steps, len(ran)))
+PY
+}
+
+write_jobs() {
+    cat > j.jobs <<JOBS
+name=a class=S -- $PROGS/spin -c 0.3
+name=b class=S priority=1 -- $PROGS/spin -c 0.3
+name=c class=C -- $PROGS/spin -c 0.3
+name=d class=N -- $PROGS/spin -c 0.3
+JOBS
+}
+
+run_policy() {   # run_policy NAME [OPTS...]
+    local name=$1 nodes
+    shift
+    write_jobs
+    run "$COSCHED" run --policy "$name" --quantum 100ms --counters none --trace t.jsonl "$@" --jobs j.jobs
+    echo "$output"
+    [ "$status" -eq 0 ]
+    check_trace t.jsonl 4
+    nodes=$(ls -d /sys/devices/system/node/node[0-9]* 2>/dev/null | wc -l)
+    if [ "$nodes" -le 1 ]; then
+        # one NUMA node: the degrade is said exactly once
+        [ "$(grep -c "policy $name: one memory domain" <<<"$output")" -eq 1 ]
+    fi
+    no_cosched_leftovers
+}
+
+@test "dinuma: a real run with class hints" {
+    requires multicore cosched python3
+    run_policy dinuma
+    run_policy dinuma --policy-opt migrate_every=2 --policy-opt devil_mpki=5
+}
+
+@test "dip: a real run with class hints and a priority job" {
+    requires multicore cosched python3
+    run_policy dip
+    run_policy dip --policy-opt max_load=1 --policy-opt migrate_every=3
+}
+
+@test "dinuma/dip: a bad parameter stops cosched before any job starts" {
+    requires cosched
+    write_jobs
+    run "$COSCHED" run --policy dinuma --policy-opt migrate_every=0 --counters none --jobs j.jobs
+    [ "$status" -ne 0 ]
+    assert_contains "$output" "migrate_every = '0'"
+    run "$COSCHED" run --policy dip --policy-opt max_load=-1 --counters none --jobs j.jobs
+    [ "$status" -ne 0 ]
+    assert_contains "$output" "max_load = '-1'"
+}
