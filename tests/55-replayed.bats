@@ -63,7 +63,7 @@ PY
     requires multicore
     for p in fop lbb llcmrb flbb fllcmrb; do run_replayed "$p" any; done
 }
-@test "replayed counters: pmugroup, cachefair, dinuma, dip, tft, gang run every job" {
+@test "replayed counters: pmugroup, cachefair, dinuma, dip, maxlocal, nmass, tft, gang run every job" {
     requires multicore
-    for p in pmugroup cachefair dinuma dip tft gang; do run_replayed "$p" any; done
+    for p in pmugroup cachefair dinuma dip maxlocal nmass tft gang; do run_replayed "$p" any; done
 }

@@ -1,0 +1,104 @@
+#!/usr/bin/env bats
+# 52-numa: the NUMA policies of paper 000 (Majo and Gross): maxlocal (Alg. 2)
+# and nmass (Alg. 1-3), lua/cosched/numa.lua.  tests/lua/test_numa.lua checks
+# the mappings of the paper's Table 3 allocation maps, the 60-MPKI threshold,
+# the 20 % remap rule, the no-counter degrade and, on random seeded workloads
+# over 2-8 NUMA nodes and 2-256 cores, plan validity, placement and time-share
+# fairness, on fake snapshots; here we run it, then run both policies for
+# real on this machine and on a synthetic two-node topology.
+
+load helpers/common
+
+setup() {
+    cd "$BATS_TEST_TMPDIR"
+}
+
+teardown() {
+    cleanup_cosched
+}
+
+@test "numa: every test of the Lua script passes" {
+    lua_tap_all_ok tests/lua/test_numa.lua
+}
+
+# check_trace FILE NJOBS: no fallback; in every step the running jobs' cpus
+# are disjoint (space sharing); every job ran at least once.
+check_trace() {
+    python3 - "$1" "$2" <<'PY'
+import json, sys
+path, njobs = sys.argv[1], int(sys.argv[2])
+def cpulist(s):
+    out = set()
+    for p in filter(None, s.split(",")):
+        a, _, b = p.partition("-")
+        out.update(range(int(a), int(b or a) + 1))
+    return out
+ran, steps = set(), 0
+for line in open(path):
+    o = json.loads(line)
+    if o.get("type") != "step":
+        continue
+    steps += 1
+    assert not o["fallback"], "step %d: fallback plan" % o["seq"]
+    run = [j for j in o["jobs"] if j["state"] == "run"]
+    for j in run:
+        ran.add(j["id"])
+    for i, a in enumerate(run):
+        for b in run[i + 1:]:
+            ca, cb = cpulist(a["cpus"]), cpulist(b["cpus"])
+            assert not (ca & cb), "step %d: jobs %d and %d overlap: %s / %s" % (
+                o["seq"], a["id"], b["id"], a["cpus"], b["cpus"])
+assert steps > 0, "no steps"
+assert len(ran) == njobs, "jobs that ran: %s, want %d" % (sorted(ran), njobs)
+print("%d steps, %d jobs ran" % (steps, len(ran)))
+PY
+}
+
+write_jobs() {   # write_jobs N: N spin jobs, the last one without threads= (all cores)
+    local i n=$1
+    : > j.jobs
+    for ((i = 1; i < n; i++)); do
+        echo "name=j$i threads=1 -- $PROGS/spin -c 0.3" >> j.jobs
+    done
+    echo "name=j$n -- $PROGS/spin -c 0.3" >> j.jobs
+}
+
+run_policy() {   # run_policy NAME NJOBS [OPTS...]
+    local name=$1 n=$2
+    shift 2
+    write_jobs "$n"
+    run "$COSCHED" run --policy "$name" --quantum 100ms --counters none -v --trace t.jsonl "$@" --jobs j.jobs
+    echo "$output"
+    [ "$status" -eq 0 ]
+    check_trace t.jsonl "$n"
+    no_cosched_leftovers
+}
+
+@test "maxlocal: real runs on this machine and on two synthetic NUMA nodes" {
+    requires multicore cosched python3
+    run_policy maxlocal 3
+    run_policy maxlocal 4
+    run "$COSCHED" topology --topology 'synthetic:pack:2 numa:1 core:1 pu:1'
+    assert_contains "$output" "NUMA node 1"
+    run_policy maxlocal 3 --topology 'synthetic:pack:2 numa:1 core:1 pu:1'
+    run_policy maxlocal 4 --topology 'synthetic:pack:2 numa:1 core:1 pu:1' --policy-opt epoch=0.2
+}
+
+@test "nmass: real runs on this machine and on two synthetic NUMA nodes; without counters it says it is maximum-local" {
+    requires multicore cosched python3
+    run_policy nmass 3
+    [[ $output == *"running as maximum-local"* ]]
+    run_policy nmass 4
+    run_policy nmass 3 --topology 'synthetic:pack:2 numa:1 core:1 pu:1'
+    [[ $output == *"running as maximum-local"* ]]
+    run_policy nmass 4 --topology 'synthetic:pack:2 numa:1 core:1 pu:1' --policy-opt interconnect_mpki=30
+}
+
+@test "nmass: a bad parameter stops cosched before any job starts" {
+    requires cosched
+    run "$COSCHED" run --policy nmass --policy-opt interconnect_mpki=0 -- touch started
+    echo "$output"
+    [ "$status" -ne 0 ]
+    assert_contains "$output" "interconnect_mpki"
+    [ ! -e started ]
+}
