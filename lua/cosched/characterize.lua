@@ -644,54 +644,70 @@ function C:update(snap)
   if self.epoch ~= nil and snap.epoch == self.epoch then return self end
   self.epoch = snap.epoch
   local t = topology(self, snap)
-  local recs, live = self.recs, {}
+  local recs = self.recs
+  local gen = (self.gen or 0) + 1
+  self.gen = gen
+  local core_of, dom_of = t.core_of, t.dom_of
 
+  -- one pass: records (new jobs start or are seeded), and who ran where in
+  -- the last step: per core all jobs, per LLC domain the jobs that are not
+  -- class N (as they were during that step); the jobs that ran are kept for
+  -- the second pass, which needs the complete counts
+  local dom_mark, dom_cnt, core_mark, core_cnt = {}, {}, {}, {}
+  local ran, nran, nlive, nrecs = {}, 0, 0, self.nrecs or 0
   for _, job in ipairs(snap.jobs) do
     local id = job.id
-    live[id] = true
     local rec = recs[id]
     if not rec then
       rec = { id = id, attempts = 0, recharacterizations = 0, discarded = 0, gang_only = false }
       recs[id] = rec
+      nrecs = nrecs + 1
       if not seed(rec, job.stored) then start(self, rec) end
+    end
+    if rec.gen ~= gen then
+      rec.gen = gen
+      nlive = nlive + 1
     end
     rec.hint = job.class
     rec.threads = job.threads or HUGE
-  end
-  for id in pairs(recs) do
-    if not live[id] then
-      recs[id] = nil
-      self.asked[id] = nil
-      self.done[id] = nil
-    end
-  end
-
-  -- who ran where in the last step: per core all jobs, per LLC domain the
-  -- jobs that are not class N (as they were during that step)
-  local dom_mark, dom_cnt, core_mark, core_cnt = {}, {}, {}, {}
-  for _, job in ipairs(snap.jobs) do
     if not job.frozen then
-      local id = job.id
-      local nonn = not shareable(recs[id])
+      local nonn = not shareable(rec)
       for _, c in ipairs(job.cpus) do
-        local k = t.core_of[c]
+        local k = core_of[c]
         if k and core_mark[k] ~= id then
           core_mark[k] = id
           core_cnt[k] = (core_cnt[k] or 0) + 1
         end
-        local d = t.dom_of[c]
+        local d = dom_of[c]
         if nonn and d and dom_mark[d] ~= id then
           dom_mark[d] = id
           dom_cnt[d] = (dom_cnt[d] or 0) + 1
         end
       end
+      local last = job.last
+      if last ~= nil and type(last.wall) == "number" then
+        nran = nran + 1
+        ran[nran] = job
+      end
     end
   end
+  if nlive ~= nrecs then            -- forget the jobs that left
+    for id, rec in pairs(recs) do
+      if rec.gen ~= gen then
+        recs[id] = nil
+        self.asked[id] = nil
+        self.done[id] = nil
+        nrecs = nrecs - 1
+      end
+    end
+  end
+  self.nrecs = nrecs
 
   local half = (type(snap.quantum) == "number" and snap.quantum > 0) and snap.quantum / 2 or 0
-  for _, job in ipairs(snap.jobs) do
+  for i = 1, nran do
+    local job = ran[i]
     local rec, ask, last = recs[job.id], self.asked[job.id], job.last
-    if not job.frozen and last ~= nil and type(last.wall) == "number" then
+    do
       if rec.characterizing then
         if ask then
           if table.concat(job.cpus, ",") ~= ask.key
@@ -837,6 +853,12 @@ function C:plan_step(snap, budget)
   end
   table.sort(part.may_share)
   return part
+end
+
+-- the internal record of a job, or nil: for cosched.pairing's fast path,
+-- read-only by convention (fields as set above; see info() for their meaning)
+function C:info_raw(id)
+  return self.recs[id]
 end
 
 function C:info(id)

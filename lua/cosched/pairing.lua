@@ -298,27 +298,33 @@ function Src:begin(snap)
     ctx.pending = #part.jobs > 0 or #part.waiting > 0
     if #part.jobs > 0 then ctx.budget = part.left end
   end
+  -- c:info_raw() is the record itself (read-only here): no copies per job
+  local ready, info, nready = ctx.ready, ctx.info, 0
+  local norm = M.norm_class
   for _, job in ipairs(snap.jobs) do
-    local i = c and c:info(job.id)
-    if not c or (i and i.ready) then
+    local id = job.id
+    local r = c and c:info_raw(id)
+    if not c or (r and not r.characterizing) then
       local last = job.last
       local m = last and last.counted and last.metrics or nil
       local e
-      if i then
+      if r then
+        local bw = r.bw
         e = {
-          class = M.norm_class(i.class), bw_llc = finite(i.bw and i.bw.llc), mpki = finite(i.mpki),
-          ipc_standalone = finite(i.ipc_standalone), ipc_folded = finite(i.ipc_folded),
-          fp = finite(i.fp), cores_standalone = i.cores_standalone,
-          cores_folded = i.cores_folded, gang_only = i.gang_only and true or false,
+          class = norm(r.class or r.hint or "unknown"), bw_llc = finite(bw and bw.llc), mpki = finite(r.mpki),
+          ipc_standalone = finite(r.ipc_s), ipc_folded = finite(r.ipc_f),
+          fp = finite(r.fp), cores_standalone = r.k_s,
+          cores_folded = r.k_f, gang_only = r.gang_only and true or false,
         }
       else
-        e = { class = M.norm_class(job.class), gang_only = false }
+        e = { class = norm(job.class), gang_only = false }
       end
       if m then
         e.last_bw_llc, e.last_mem_bw, e.last_mpki = finite(m.bw_llc), finite(m.mem_bw), finite(m.mpki)
       end
-      ctx.ready[#ctx.ready + 1] = job
-      ctx.info[job.id] = e
+      nready = nready + 1
+      ready[nready] = job
+      info[id] = e
     end
   end
   return ctx
@@ -373,56 +379,105 @@ first unit is taken, and if it is not gang_only, up to D - 1 more non-gang
 units (D = LLC domains of the budget), one per LLC group. ]]
 local rotation = require "cosched.rotation"
 
+local floor, HUGE = math.floor, math.huge
+
+-- a (unit index) comes before b in cosched.rotation's order of the units'
+-- figures (never run first, longer wait in whole quanta, fewer quanta, id)
+local function before(a, b, uq, uk, uid)
+  local na, nb = uq[a] == 0, uq[b] == 0
+  if na ~= nb then return na end
+  if uk[a] ~= uk[b] then return uk[a] > uk[b] end
+  if uq[a] ~= uq[b] then return uq[a] < uq[b] end
+  return uid[a] < uid[b]
+end
+
 function M.static(opts)
-  local st = { sig = nil, units = nil }
+  -- the units are cached with the ready ids and gang_only flags they were
+  -- formed from (compared in place each epoch, no signature string), the
+  -- position in the ready list -> unit index, and each unit's lowest id
+  local st = { ids = {}, gang = {}, n = -1, units = nil, uof = nil, uid = nil }
   return function(src, snap)
     local ctx = src:begin(snap)
     local ready, info = ctx.ready, ctx.info
-    local ids, sig = {}, {}
-    for i, job in ipairs(ready) do
-      ids[i] = job.id
-      sig[i] = job.id .. (info[job.id].gang_only and "g" or "")
+    local nready = #ready
+    local same = nready == st.n
+    local sids, sgang = st.ids, st.gang
+    if same then
+      for i = 1, nready do
+        local id = ready[i].id
+        if sids[i] ~= id or sgang[i] ~= info[id].gang_only then same = false break end
+      end
     end
-    sig = table.concat(sig, ",")
-    if sig ~= st.sig then
+    if not same then
       local entries, units = {}, {}
-      for _, job in ipairs(ready) do
-        local e = info[job.id]
+      sids, sgang = {}, {}
+      for i, job in ipairs(ready) do
+        local id = job.id
+        local e = info[id]
+        sids[i], sgang[i] = id, e.gang_only
         if e.gang_only then
-          units[#units + 1] = { job.id }
+          units[#units + 1] = { id }
         else
-          entries[#entries + 1] = { id = job.id, class = e.class, info = e }
+          entries[#entries + 1] = { id = id, class = e.class, info = e }
         end
       end
       for _, u in ipairs(opts.pair(entries, ctx)) do
         units[#units + 1] = #u == 2 and { u[1].id, u[2].id } or { u[1].id }
       end
-      st.sig, st.units = sig, units
-    end
-    local byid = {}
-    for _, job in ipairs(ready) do byid[job.id] = job end
-    local pseudo = {}
-    for _, u in ipairs(st.units) do
-      local p = { id = math.huge, waited = math.huge, quanta_run = math.huge, unit = u }
-      for _, id in ipairs(u) do
-        local j = byid[id]
-        p.id = math.min(p.id, id)
-        p.waited = math.min(p.waited, j.waited)
-        p.quanta_run = math.min(p.quanta_run, j.quanta_run)
+      local pos, uof, uid = {}, {}, {}
+      for i, id in ipairs(sids) do pos[id] = i end
+      for k, u in ipairs(units) do
+        local lo = HUGE
+        for _, id in ipairs(u) do
+          uof[pos[id]] = k
+          if id < lo then lo = id end
+        end
+        uid[k] = lo
       end
-      pseudo[#pseudo + 1] = p
+      st.ids, st.gang, st.n, st.units, st.uof, st.uid = sids, sgang, nready, units, uof, uid
+    end
+    local units, uof, uid = st.units, st.uof, st.uid
+    local nu = #units
+    -- each unit's figures: the least of its members' (they run together)
+    local uw, uq = {}, {}
+    for k = 1, nu do uw[k], uq[k] = HUGE, HUGE end
+    for i = 1, nready do
+      local job, k = ready[i], uof[i]
+      local w, q = job.waited, job.quanta_run
+      if w < uw[k] then uw[k] = w end
+      if q < uq[k] then uq[k] = q end
     end
     local steps = {}
-    if #pseudo > 0 and #ctx.budget > 0 then
-      local order = rotation.order(snap, pseudo)
-      local D = M.domains(snap, ctx.budget)
-      local first = order[1].unit
-      local pick = { first }
-      if not (info[first[1]].gang_only) then
-        for i = 2, #order do
-          if #pick >= D then break end
-          local u = order[i].unit
-          if not info[u[1]].gang_only then pick[#pick + 1] = u end
+    if nu > 0 and #ctx.budget > 0 then
+      local unit = (snap.quantum and snap.quantum > 0) and snap.quantum or 1
+      local uk = uw
+      for k = 1, nu do uk[k] = floor(uw[k] / unit + 0.5) end
+      -- the first unit in rotation order, then (unless it is gang_only) the
+      -- next D - 1 units in that order that are not gang_only: a selection,
+      -- the same as sorting them all (the order is total: ids are unique)
+      local first = 1
+      for k = 2, nu do
+        if before(k, first, uq, uk, uid) then first = k end
+      end
+      local pick = { units[first] }
+      if not info[units[first][1]].gang_only then
+        local D = M.domains(snap, ctx.budget)
+        local want = D - 1
+        if want > 0 then
+          local best, nb = {}, 0          -- sorted, at most want unit indices
+          for k = 1, nu do
+            if k ~= first and not info[units[k][1]].gang_only
+                and (nb < want or before(k, best[nb], uq, uk, uid)) then
+              local j = nb < want and nb + 1 or nb
+              while j > 1 and before(k, best[j - 1], uq, uk, uid) do
+                best[j] = best[j - 1]
+                j = j - 1
+              end
+              best[j] = k
+              if nb < want then nb = nb + 1 end
+            end
+          end
+          for j = 1, nb do pick[#pick + 1] = units[best[j]] end
         end
       end
       local jobs, shared = M.place(snap, pick, ctx.budget, opts.fold, opts.split)

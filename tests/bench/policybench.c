@@ -214,7 +214,6 @@ static void engine_init(struct cs_engine *e, struct cs_topo *t, int njobs, int s
         j->state = CS_JOB_LIVE;
         j->runs_started = 1;
         j->pid = -1;
-        j->start_fd = j->out_fd = j->err_fd = j->out_pipe = j->err_pipe = -1;
         /* as start_instance(): confined to every managed cpu, frozen */
         j->cpus = hwloc_bitmap_dup(e->managed);
         j->mems = hwloc_bitmap_alloc();
