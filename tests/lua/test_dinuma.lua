@@ -11,17 +11,8 @@ cosched = { api = 1, version = "test", log = function(level, msg) LOG[#LOG + 1] 
 local fake = require "fakenode"
 local spread = require "cosched.numa_spread"
 
-local results = {}
-local function check(name, fn)
-  local ok, a, b = pcall(fn)
-  if not ok then
-    results[#results + 1] = { ok = false, name = name .. ": error: " .. tostring(a) }
-  elseif a then
-    results[#results + 1] = { ok = true, name = name }
-  else
-    results[#results + 1] = { ok = false, name = name .. (b and (": " .. tostring(b)) or "") }
-  end
-end
+local tap = require "tap"
+local check, results = tap.check, tap.results
 
 -- ------------------------------------------------------------------ a fake NUMA node
 -- ncores cores (one PU each, cpus 0..ncores-1) over nnuma NUMA nodes (sizes differ
@@ -502,10 +493,4 @@ check("arrivals and departures on 4 nodes x 32 cores: plans stay valid, everyone
   return true
 end)
 
-print("1.." .. #results)
-local failed = 0
-for i, r in ipairs(results) do
-  print(("%s %d - %s"):format(r.ok and "ok" or "not ok", i, r.name))
-  if not r.ok then failed = failed + 1 end
-end
-os.exit(failed == 0 and 0 or 1)
+tap.finish()

@@ -11,17 +11,8 @@ cosched = { api = 1, version = "test", log = function(level, msg) LOG[#LOG + 1] 
 local numa = require "cosched.numa"
 local fake = require "fakenode"
 
-local results = {}
-local function check(name, fn)
-  local ok, a, b = pcall(fn)
-  if not ok then
-    results[#results + 1] = { ok = false, name = name .. ": error: " .. tostring(a) }
-  elseif a then
-    results[#results + 1] = { ok = true, name = name }
-  else
-    results[#results + 1] = { ok = false, name = name .. (b and (": " .. tostring(b)) or "") }
-  end
-end
+local tap = require "tap"
+local check, results = tap.check, tap.results
 local function near(x, y) return type(x) == "number" and math.abs(x - y) < 1e-9 end
 
 -- ------------------------------------------------------------------ fake node with NUMA memory
@@ -530,14 +521,4 @@ check("oversubscribed (8 one-thread jobs, 2 x 2 cores): 4 run per epoch, all equ
 end)
 
 -- ------------------------------------------------------------------ report
-print("1.." .. #results)
-local failed = 0
-for i, r in ipairs(results) do
-  if r.ok then
-    print(("ok %d - %s"):format(i, r.name))
-  else
-    failed = failed + 1
-    print(("not ok %d - %s"):format(i, r.name))
-  end
-end
-os.exit(failed == 0 and 0 or 1)
+tap.finish()

@@ -11,17 +11,8 @@ local pairing = require "cosched.pairing"
 local ageing = require "cosched.ageing"
 local fake = require "fakenode"
 
-local results = {}
-local function check(name, fn)
-  local ok, a, b = pcall(fn)
-  if not ok then
-    results[#results + 1] = { ok = false, name = name .. ": error: " .. tostring(a) }
-  elseif a then
-    results[#results + 1] = { ok = true, name = name }
-  else
-    results[#results + 1] = { ok = false, name = name .. (b and (": " .. tostring(b)) or "") }
-  end
-end
+local tap = require "tap"
+local check, results = tap.check, tap.results
 local function near(x, y) return type(x) == "number" and math.abs(x - y) < 1e-9 end
 
 -- units of entries -> "(1,2)(3)"
@@ -381,10 +372,4 @@ check("jobs arriving and leaving: plans stay valid (all policies, 8 cores, 2 LLC
   return true
 end)
 
-print("1.." .. #results)
-local failed = 0
-for i, r in ipairs(results) do
-  print(("%s %d - %s"):format(r.ok and "ok" or "not ok", i, r.name))
-  if not r.ok then failed = failed + 1 end
-end
-os.exit(failed == 0 and 0 or 1)
+tap.finish()

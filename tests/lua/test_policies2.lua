@@ -12,17 +12,8 @@ cosched = { api = 1, version = "test", log = function(level, msg) LOG[#LOG + 1] 
 local regress = require "cosched.regress"
 local fake = require "fakenode"
 
-local results = {}
-local function check(name, fn)
-  local ok, a, b = pcall(fn)
-  if not ok then
-    results[#results + 1] = { ok = false, name = name .. ": error: " .. tostring(a) }
-  elseif a then
-    results[#results + 1] = { ok = true, name = name }
-  else
-    results[#results + 1] = { ok = false, name = name .. (b and (": " .. tostring(b)) or "") }
-  end
-end
+local tap = require "tap"
+local check, results = tap.check, tap.results
 local function near(x, y, eps) return type(x) == "number" and math.abs(x - y) <= (eps or 1e-9) end
 
 local function load_policy(name, opts)
@@ -640,10 +631,4 @@ check("jobs arriving and leaving: plans stay valid (pmugroup both variants, cach
   return true
 end)
 
-print("1.." .. #results)
-local failed = 0
-for i, r in ipairs(results) do
-  print(("%s %d - %s"):format(r.ok and "ok" or "not ok", i, r.name))
-  if not r.ok then failed = failed + 1 end
-end
-os.exit(failed == 0 and 0 or 1)
+tap.finish()
