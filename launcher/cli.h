@@ -10,6 +10,9 @@ int cs_cmd_run(int argc, char **argv);
 int cs_cmd_classify(int argc, char **argv);
 int cs_cmd_topology(int argc, char **argv);
 int cs_cmd_policies(int argc, char **argv);
+/* serve.c: the node engine (`cosched serve`) and its client (`cosched status`). */
+int cs_cmd_serve(int argc, char **argv);
+int cs_cmd_status(int argc, char **argv);
 
 /* The policy search path, most specific first (see cosched(1) FILES). */
 char **cs_policy_search_path(char **extra, int nextra, int *n);

@@ -162,6 +162,14 @@ struct cs_job {
     struct cs_store_key *store_key;
     struct cs_stored *stored;
     struct cs_stored *result;
+    /* node engine (serve.c): cores the job may ever use - its Slurm step's
+     * allocation - (NULL: every managed cpu); a job that must never be
+     * frozen (a step spanning nodes: see cosched(1) SLURM); serve.c's state;
+     * what the policy last said about the job (a JSON object, for status) */
+    hwloc_bitmap_t allowed;
+    int nofreeze;
+    void *served;
+    char *policy_info;
 };
 
 /* Job file: see cosched(1) JOB FILES.  Returns number of jobs appended or -1
@@ -221,6 +229,12 @@ struct cs_control_ops {
 extern const struct cs_control_ops cs_control_cgroup1;
 extern const struct cs_control_ops cs_control_cgroup2;
 extern const struct cs_control_ops cs_control_signals;
+/* Slurm steps (slurm.c): Slurm's own step cgroups, v1 or v2 layout. */
+extern const struct cs_control_ops cs_control_slurm;
+/* Check that pid is a task of Slurm step job.step (its cgroups say so) and
+ * give the cores of the step's allocation; -1 with why. */
+int cs_slurm_step_cpus(pid_t pid, unsigned long job, unsigned long step, hwloc_bitmap_t cpus,
+                       char *why, size_t len);
 /* Pick by name ("auto" chooses the best usable one and says which). */
 const struct cs_control_ops *cs_control_select(const char *name);
 const struct cs_control_ops *cs_control_by_name(const char *name);
@@ -247,7 +261,10 @@ struct cs_pstat { pid_t pid, ppid, pgrp; char state; uint64_t ticks; /* u+s+cu+c
 /* Processes of the job whose group is pgid: group members and, to a fixed
  * point, children of members.  *out is malloc'ed. */
 int cs_proc_members(pid_t pgid, struct cs_pstat **out, size_t *n);
-int cs_proc_is_cosched(pid_t pid);            /* alive and comm "cosched" */
+int cs_proc_is_cosched(pid_t pid);
+/* pid's cgroup path in the v1 hierarchy carrying ctl, or in cgroup2 when ctl
+ * is NULL (pid 0: this process); -1 with errno (ENOENT: no such line). */
+int cs_proc_cgroup(pid_t pid, const char *ctl, char *path, size_t len);            /* alive and comm "cosched" */
 int cs_proc_all_stopped(pid_t pid);           /* 1: every thread T, t, Z or X */
 hwloc_const_bitmap_t cs_proc_start_cpus(void); /* cosched's affinity at start */
 /* Bind every thread listed in dir's cgroup.threads (v2) or tasks (v1). */
@@ -404,7 +421,32 @@ struct cs_engine {
     struct cs_store *store;
     void (*on_plan)(struct cs_engine *e);
     void *on_plan_arg;
+
+    /* node engine mode (serve.c, NULL otherwise): jobs are Slurm steps that
+     * register over a socket instead of being forked; the engine runs until
+     * SIGTERM/SIGINT or idle-exit, never signals a job, and releases every
+     * job (thawed, given back its cores) when it stops. */
+    struct cs_serve *serve;
 };
+
+/* serve.c, called by the engine in node engine mode */
+struct pollfd;
+int cs_serve_pollfds(struct cs_engine *e, struct pollfd *pf, int max);   /* fds to watch, count */
+int cs_serve_nfds(struct cs_engine *e);                                   /* upper bound for the above */
+/* Handle what poll() reported for the fds cs_serve_pollfds() gave; 1 when
+ * the set of jobs changed (the epoch ends, the policy is asked again). */
+int cs_serve_ready(struct cs_engine *e, const struct pollfd *pf, int n);
+/* Between steps: forget ended jobs; 1 when the engine should stop (idle). */
+int cs_serve_tidy(struct cs_engine *e);
+/* The engine's side of serve.c:
+ * adopt: j (id, name, threads, allowed filled; ctl/cnt state empty) becomes a
+ *   live job whose first task is pid: prepared, attached, confined to its
+ *   allowed cores and frozen (unless nofreeze) until the plan runs it.
+ * drop: j's tasks are gone: counters and container released, state ENDED. */
+int cs_engine_adopt(struct cs_engine *e, struct cs_job *j, pid_t pid);
+void cs_engine_drop(struct cs_engine *e, struct cs_job *j, const char *why);
+/* The cores a job lives on when no plan says otherwise. */
+hwloc_const_bitmap_t cs_job_home(const struct cs_engine *e, const struct cs_job *j);
 
 int cs_engine_run(struct cs_engine *e);  /* exit status for main() */
 /* Stop job j on purpose (from a hook during the run): thaw it, SIGTERM its

@@ -111,6 +111,11 @@ static void out_drain_all(void)
 
 /* ------------------------------------------------------------ helpers */
 
+hwloc_const_bitmap_t cs_job_home(const struct cs_engine *e, const struct cs_job *j)
+{
+    return j->allowed ? j->allowed : e->managed;
+}
+
 static int nlive(const struct cs_engine *e)
 {
     int n = 0;
@@ -280,13 +285,13 @@ static int start_instance(struct cs_engine *e, struct cs_job *j)
         j->t_first_start = j->t_instance_start;
     j->last_run_end = j->t_instance_start;
 
-    if (e->ctl->job_attach(e, j, pid) < 0 || e->ctl->set_cpus(e, j, e->managed, j->mems) < 0) {
+    if (e->ctl->job_attach(e, j, pid) < 0 || e->ctl->set_cpus(e, j, cs_job_home(e, j), j->mems) < 0) {
         cs_err("job %d (%s): could not be put under control; it is not started", j->id, j->name);
         kill(pid, SIGKILL);   /* still blocked before exec: nothing of the job ran */
         close(go[1]);
         return -1;
     }
-    hwloc_bitmap_copy(j->cpus, e->managed);
+    hwloc_bitmap_copy(j->cpus, cs_job_home(e, j));
     if (e->cnt->job_attach(e, j, pid) < 0)
         cs_warn("job %d (%s): counters could not follow this instance; it runs unmeasured", j->id, j->name);
     /* The child sleeps in read(): it freezes at once unless the run queue is
@@ -311,6 +316,61 @@ fail_out:
     return -1;
 }
 
+/*
+ * Node engine (serve.c): a job that exists already - the first task of a
+ * Slurm step, inside Slurm's cgroups - is put under control: attached,
+ * confined to its allocation and frozen until a plan runs it (the epoch in
+ * progress is cut, so that is at most a switch away).
+ */
+int cs_engine_adopt(struct cs_engine *e, struct cs_job *j, pid_t pid)
+{
+    j->cpus = hwloc_bitmap_alloc();
+    j->mems = hwloc_bitmap_alloc();
+    if (e->profile) {
+        j->metric = malloc(e->profile->nmetrics * sizeof *j->metric);
+        for (int m = 0; m < e->profile->nmetrics; m++)
+            j->metric[m] = NAN;
+    }
+    if (e->ctl->job_prepare(e, j) < 0)
+        return -1;
+    if (e->ctl->job_attach(e, j, pid) < 0) {
+        e->ctl->job_release(e, j);
+        return -1;
+    }
+    j->pid = pid;
+    j->state = CS_JOB_LIVE;
+    j->runs_started = 1;
+    j->t_instance_start = j->t_first_start = j->last_run_end = cs_now();
+    hwloc_bitmap_copy(j->cpus, cs_job_home(e, j));
+    if (e->cnt->job_attach(e, j, pid) < 0)
+        cs_warn("job %d (%s): counters could not follow it; it runs unmeasured", j->id, j->name);
+    j->frozen = !j->nofreeze && e->ctl->freeze(e, j) == 0;
+    j->fresh = 1;
+    trace_job_event(e, j, "start", 0);
+    return 0;
+}
+
+void cs_engine_drop(struct cs_engine *e, struct cs_job *j, const char *why)
+{
+    uint64_t ns;
+
+    if (j->state != CS_JOB_LIVE)
+        return;
+    e->cnt->instance_ended(e, j);
+    if (e->ctl->cpu_time(e, j, &ns) == 0)
+        j->cpu_ns = ns;
+    j->wall += cs_now() - j->t_instance_start;
+    j->runs_done = 1;
+    trace_job_event(e, j, "end", 0);
+    e->cnt->job_release(e, j);
+    e->ctl->job_release(e, j);
+    j->frozen = 0;
+    j->pid = 0;
+    j->state = CS_JOB_ENDED;
+    j->t_end = cs_now();
+    cs_info("job %d (%s) left the node engine: %s", j->id, j->name, why);
+}
+
 /* ------------------------------------------------------------ plans */
 
 static void fallback_plan(struct cs_engine *e, struct cs_plan *p)
@@ -324,25 +384,18 @@ static void fallback_plan(struct cs_engine *e, struct cs_plan *p)
     for (int i = 0; i < e->njobs; i++)
         if (e->jobs[i]->state == CS_JOB_LIVE) {
             p->steps[0].jobs[k].job = e->jobs[i]->id;
-            p->steps[0].jobs[k].cpus = hwloc_bitmap_dup(e->managed);
+            p->steps[0].jobs[k].cpus = hwloc_bitmap_dup(cs_job_home(e, e->jobs[i]));
             p->steps[0].jobs[k].mems = hwloc_bitmap_alloc();
             k++;
         }
     p->steps[0].njobs = k;
 }
 
-static struct cs_job *job_by_id(struct cs_engine *e, int id)
-{
-    for (int i = 0; i < e->njobs; i++)
-        if (e->jobs[i]->id == id)
-            return e->jobs[i];
-    return NULL;
-}
-
 /* ------------------------------------------------------------ switching */
 
 struct stepstate {
-    int *run;             /* per job index: runs in this step */
+    int *run;             /* per job index: runs in this step (see step_members) */
+    int njobs;            /* jobs when the step began (serve adds jobs during it) */
     const struct cs_plan_step *st;   /* the step (its cpus go to the trace) */
     double t_start, t_plan_end, switch_us;
     int fallback;
@@ -371,36 +424,64 @@ static void freeze_jobs(struct cs_engine *e, const int *run)
         leave[k]->frozen = e->ctl->freeze(e, leave[k]) == 0;
 }
 
+/*
+ * Which job of the engine each plan entry names: run[i] = k + 1 when job i is
+ * the step's k-th entry, -1 when job i cannot be frozen and keeps running
+ * where it is (a step spanning nodes, see cs_engine_adopt), 0 otherwise.
+ */
+static void step_members(struct cs_engine *e, const struct cs_plan_step *st, int *run)
+{
+    int maxid = 0;
+    for (int i = 0; i < e->njobs; i++) {
+        run[i] = 0;
+        if (e->jobs[i]->id > maxid)
+            maxid = e->jobs[i]->id;
+    }
+    int *pos = malloc(((size_t)maxid + 1) * sizeof *pos);
+    for (int i = 0; pos && i < e->njobs; i++)
+        pos[e->jobs[i]->id] = i;
+    for (int k = 0; pos && k < st->njobs; k++) {
+        int id = st->jobs[k].job;
+        if (id >= 1 && id <= maxid && e->jobs[pos[id]]->id == id && e->jobs[pos[id]]->state == CS_JOB_LIVE)
+            run[pos[id]] = k + 1;
+    }
+    free(pos);
+    for (int i = 0; i < e->njobs; i++)
+        if (e->jobs[i]->nofreeze && e->jobs[i]->state == CS_JOB_LIVE && !run[i])
+            run[i] = -1;
+}
+
 /* Apply a step.  Returns the switch cost in µs. */
 static double do_switch(struct cs_engine *e, const struct cs_plan_step *st, int *run)
 {
     double t0 = cs_now();
+    hwloc_bitmap_t want = hwloc_bitmap_alloc();
 
-    for (int i = 0; i < e->njobs; i++)
-        run[i] = 0;
-    for (int k = 0; k < st->njobs; k++) {
-        struct cs_job *j = job_by_id(e, st->jobs[k].job);
-        if (j && j->state == CS_JOB_LIVE)
-            run[j->id - 1] = k + 1;
-    }
+    step_members(e, st, run);
     /* 1. freeze the jobs that leave: the cores they free are never oversubscribed */
     freeze_jobs(e, run);
-    /* 2. move cores and 3. thaw the entrants */
+    /* 2. move cores and 3. thaw the entrants.  A job never leaves its home
+     * (its Slurm allocation under serve): the plan's cores are cut to it, and
+     * a plan giving it none of its own runs it on all of them. */
     for (int i = 0; i < e->njobs; i++) {
         struct cs_job *j = e->jobs[i];
         const struct cs_plan_job *pj;
-        if (j->state != CS_JOB_LIVE || !run[i])
+        if (j->state != CS_JOB_LIVE || run[i] <= 0)
             continue;
         pj = &st->jobs[run[i] - 1];
-        if (!hwloc_bitmap_isequal(j->cpus, pj->cpus) ||
+        hwloc_bitmap_and(want, pj->cpus, cs_job_home(e, j));
+        if (hwloc_bitmap_iszero(want))
+            hwloc_bitmap_copy(want, cs_job_home(e, j));
+        if (!hwloc_bitmap_isequal(j->cpus, want) ||
             (pj->mems && !hwloc_bitmap_iszero(pj->mems) && !hwloc_bitmap_isequal(j->mems, pj->mems))) {
-            if (e->ctl->set_cpus(e, j, pj->cpus, pj->mems) == 0) {
-                hwloc_bitmap_copy(j->cpus, pj->cpus);
+            if (e->ctl->set_cpus(e, j, want, pj->mems) == 0) {
+                hwloc_bitmap_copy(j->cpus, want);
                 if (pj->mems && !hwloc_bitmap_iszero(pj->mems))
                     hwloc_bitmap_copy(j->mems, pj->mems);
             }
         }
     }
+    hwloc_bitmap_free(want);
     for (int i = 0; i < e->njobs; i++) {
         struct cs_job *j = e->jobs[i];
         if (j->state == CS_JOB_LIVE && run[i] && j->frozen) {
@@ -418,8 +499,9 @@ static void unleash_all(struct cs_engine *e)
         struct cs_job *j = e->jobs[i];
         if (j->state != CS_JOB_LIVE)
             continue;
-        if (!hwloc_bitmap_isequal(j->cpus, e->managed) && e->ctl->set_cpus(e, j, e->managed, e->all_mems) == 0)
-            hwloc_bitmap_copy(j->cpus, e->managed);
+        hwloc_const_bitmap_t home = cs_job_home(e, j);
+        if (!hwloc_bitmap_isequal(j->cpus, home) && e->ctl->set_cpus(e, j, home, e->all_mems) == 0)
+            hwloc_bitmap_copy(j->cpus, home);
         if (j->frozen && e->ctl->thaw(e, j) == 0)
             j->frozen = 0;
     }
@@ -492,7 +574,7 @@ static void step_end(struct cs_engine *e, struct stepstate *ss, const int *was_l
                 (unsigned long long)e->step_seq, (unsigned long long)e->epoch, ss->t_start - e->t0, now - e->t0,
                 ss->t_plan_end - ss->t_start, ss->switch_us, ss->fallback ? "true" : "false");
     int first = 1;
-    for (int i = 0; i < e->njobs; i++) {
+    for (int i = 0; i < ss->njobs; i++) {
         struct cs_job *j = e->jobs[i];
         uint64_t ns = j->cpu_mark;
         double cpu;
@@ -520,7 +602,8 @@ static void step_end(struct cs_engine *e, struct stepstate *ss, const int *was_l
         }
         if (e->trace) {
             /* the cpus of the step: an instance that ended in it may have been unconfined since */
-            char *c = cs_bitmap_list(ss->run[i] && ss->st ? ss->st->jobs[ss->run[i] - 1].cpus : j->cpus);
+            char *c = cs_bitmap_list(ss->run[i] > 0 && ss->st && !j->allowed ? ss->st->jobs[ss->run[i] - 1].cpus
+                                                                              : j->cpus);
             fprintf(e->trace, "%s{\"id\":%d,\"name\":\"%s\",\"state\":\"%s\",\"cpus\":\"%s\",\"cpu_s\":%.6f",
                     first ? "" : ",", j->id, j->name, (!ss->run[i] == !frozen_now) ? "stuck" : ss->run[i] ? "run" : "frozen", c,
                     cpu);
@@ -570,7 +653,7 @@ struct runstate {
 
 void cs_engine_stop_job(struct cs_engine *e, struct cs_job *j)
 {
-    if (j->state != CS_JOB_LIVE || j->pid <= 0 || j->stop_deadline > 0)
+    if (j->state != CS_JOB_LIVE || j->pid <= 0 || j->stop_deadline > 0 || e->serve)
         return;
     j->stop_deadline = cs_now() + e->kill_timeout;
     if (j->frozen && e->ctl->thaw(e, j) == 0)   /* a frozen task cannot act on SIGTERM */
@@ -648,8 +731,9 @@ static int reap(struct cs_engine *e, struct runstate *rs)
          * leave them frozen or confined while the run goes on */
         if (j->frozen && e->ctl->thaw(e, j) == 0)
             j->frozen = 0;
-        if (!hwloc_bitmap_isequal(j->cpus, e->managed) && e->ctl->set_cpus(e, j, e->managed, e->all_mems) == 0)
-            hwloc_bitmap_copy(j->cpus, e->managed);
+        if (!hwloc_bitmap_isequal(j->cpus, cs_job_home(e, j)) &&
+            e->ctl->set_cpus(e, j, cs_job_home(e, j), e->all_mems) == 0)
+            hwloc_bitmap_copy(j->cpus, cs_job_home(e, j));
         j->frozen = 0;
         if (job_still_restartable(e, rs) && !(j->failed && !ok) && !was_stopped) {
             j->state = CS_JOB_WAITING;
@@ -670,6 +754,8 @@ static int reap(struct cs_engine *e, struct runstate *rs)
 static void forward_signal(struct cs_engine *e, int sig)
 {
     unleash_all(e);
+    if (e->serve)      /* Slurm's steps: Slurm signals them, never the node engine */
+        return;
     for (int i = 0; i < e->njobs; i++)
         if (e->jobs[i]->state == CS_JOB_LIVE && e->jobs[i]->pid > 0)
             killpg(e->jobs[i]->pid, sig);
@@ -685,6 +771,15 @@ static int on_signal(struct cs_engine *e, struct runstate *rs)
         int sig = (int)si.ssi_signo;
         if (sig == SIGCHLD)
             continue;
+        if (e->serve) {
+            if (!rs->stopping)
+                cs_info("received %s: giving every step back to Slurm (thawed, on its own cores) and exiting",
+                        strsignal(sig));
+            rs->stopping = 1;
+            rs->stop_signal = sig;
+            replan = 1;
+            continue;
+        }
         if (!rs->stopping) {
             rs->stopping = 1;
             rs->stop_signal = sig;
@@ -716,17 +811,20 @@ static int wait_step(struct cs_engine *e, struct runstate *rs, double until)
         int n = 0, ms;
         double left = until - cs_now();
 
+        int nserve = e->serve ? cs_serve_nfds(e) : 0;
         out_compact();
-        if (pfcap < 1 + nouts) {
-            struct pollfd *np = realloc(pf, (1 + nouts) * sizeof *pf);
+        if (pfcap < 1 + nouts + nserve) {
+            struct pollfd *np = realloc(pf, (1 + nouts + nserve) * sizeof *pf);
             if (np == NULL) {
                 cs_err("out of memory waiting for %d job output pipe(s)", nouts);
                 return 1;
             }
             pf = np;
-            pfcap = 1 + nouts;
+            pfcap = 1 + nouts + nserve;
         }
 
+        if (rs->stopping && e->serve)
+            return 1;
         if (rs->stopping) {
             double kl = rs->kill_deadline - cs_now();
             if (!rs->killed && kl <= 0) {
@@ -745,6 +843,9 @@ static int wait_step(struct cs_engine *e, struct runstate *rs, double until)
         pf[n++] = (struct pollfd){ .fd = rs->sfd, .events = POLLIN };
         for (int i = 0; i < nouts; i++)
             pf[n++] = (struct pollfd){ .fd = outs[i].fd, .events = POLLIN };
+        if (e->serve)
+            nserve = cs_serve_pollfds(e, pf + n, nserve);
+        n += nserve;
         ms = (int)ceil(left * 1000.0);
         if (poll(pf, n, ms) < 0) {
             if (errno == EINTR)
@@ -762,7 +863,9 @@ static int wait_step(struct cs_engine *e, struct runstate *rs, double until)
                 out_read(&outs[i]);
         if ((pf[0].revents & POLLIN) && on_signal(e, rs))
             return 1;
-        if (rs->stopping && nlive(e) == 0)
+        if (nserve > 0 && cs_serve_ready(e, pf + 1 + nouts, nserve))
+            return 1;
+        if (rs->stopping && (nlive(e) == 0 || e->serve))
             return 1;
     }
 }
@@ -819,11 +922,12 @@ int cs_engine_run(struct cs_engine *e)
     struct runstate rs = { .sfd = -1 };
     struct stepstate ss = { 0 };
     struct cs_plan plan = { 0 };
-    int *was_live = calloc(e->njobs, sizeof *was_live);
+    int cap = e->njobs + 1;
+    int *was_live = calloc(cap, sizeof *was_live);
     int status = 1, nprepared = 0, istep = 0;
     sigset_t set;
 
-    ss.run = calloc(e->njobs, sizeof *ss.run);
+    ss.run = calloc(cap, sizeof *ss.run);
     e->t0 = cs_now();
     e->all_mems = hwloc_bitmap_alloc();
     for (int k = 0; k < e->topo->nnumas; k++)
@@ -881,7 +985,19 @@ int cs_engine_run(struct cs_engine *e)
             break;
         }
 
-    while (nlive(e) > 0) {
+    for (;;) {
+        if (e->serve) {
+            /* node engine: jobs come and go; it stops on a signal or when idle */
+            if (rs.stopping || cs_serve_tidy(e))
+                break;
+            if (nlive(e) == 0) {
+                wait_step(e, &rs, cs_now() + 1.0);
+                istep = plan.nsteps;
+                continue;
+            }
+        } else if (nlive(e) == 0) {
+            break;
+        }
         if (e->window > 0 && !rs.window_closed && cs_now() - e->t0 >= e->window) {
             rs.window_closed = 1;
             cs_info("window of %g s closed: stopping the running instances", e->window);
@@ -906,12 +1022,20 @@ int cs_engine_run(struct cs_engine *e)
             }
         }
         const struct cs_plan_step *st = &plan.steps[istep++];
+        if (e->njobs > cap) {
+            cap = e->njobs * 2;
+            free(ss.run);
+            free(was_live);
+            ss.run = calloc(cap, sizeof *ss.run);
+            was_live = calloc(cap, sizeof *was_live);
+        }
+        ss.njobs = e->njobs;
         for (int i = 0; i < e->njobs; i++)
             was_live[i] = e->jobs[i]->state == CS_JOB_LIVE;
         ss.switch_us = do_switch(e, st, ss.run);
         ss.st = st;
         {
-            hwloc_const_bitmap_t cpus_of[e->njobs];
+            hwloc_const_bitmap_t cpus_of[e->njobs + 1];
             for (int i = 0; i < e->njobs; i++)
                 cpus_of[i] = (e->jobs[i]->state == CS_JOB_LIVE && ss.run[i] && !e->jobs[i]->frozen)
                                  ? e->jobs[i]->cpus : NULL;
@@ -933,13 +1057,15 @@ int cs_engine_run(struct cs_engine *e)
     }
     if (e->progress)
         fprintf(stderr, "\n");
-    status = exit_status(e, &rs);
+    status = e->serve ? 0 : exit_status(e, &rs);
+    if (e->serve)
+        nprepared = e->njobs;   /* every job it holds was adopted */
 
 release:
     /* the jobs are gone (or never started): release their containers */
     for (int i = 0; i < nprepared; i++) {
         struct cs_job *j = e->jobs[i];
-        if (j->state == CS_JOB_LIVE && j->pid > 0) {   /* only after a failed start */
+        if (j->state == CS_JOB_LIVE && j->pid > 0 && !e->serve) {   /* only after a failed start */
             unleash_all(e);
             killpg(j->pid, SIGKILL);
             waitpid(j->pid, NULL, 0);
@@ -952,7 +1078,7 @@ release:
     e->cnt->fini(e);
     cs_guard_done();
     out_drain_all();
-    if (nprepared == e->njobs)
+    if (nprepared == e->njobs && !e->serve)
         print_summary(e);
 out:
     cs_plan_free(&plan);

@@ -112,6 +112,9 @@ void cs_job_free(struct cs_job *j)
         hwloc_bitmap_free(j->cpus);
     if (j->mems)
         hwloc_bitmap_free(j->mems);
+    if (j->allowed)
+        hwloc_bitmap_free(j->allowed);
+    free(j->policy_info);
     free(j);
 }
 

@@ -553,12 +553,18 @@ static int has_item(const char *list, const char *item)
     return 0;
 }
 
-/* cosched's own cgroup path in the hierarchy of ctl (NULL: cgroup2). */
-static int own_cgroup(const char *ctl, char *path, size_t len)
+int cs_proc_cgroup(pid_t pid, const char *ctl, char *path, size_t len)
 {
-    FILE *f = fopen("/proc/self/cgroup", "re");
+    char name[64];
+    FILE *f;
     char line[PATH_MAX + 256];
     int found = -1;
+
+    if (pid > 0)
+        snprintf(name, sizeof name, "/proc/%d/cgroup", (int)pid);
+    else
+        snprintf(name, sizeof name, "/proc/self/cgroup");
+    f = fopen(name, "re");
 
     if (!f)
         return -1;
@@ -582,6 +588,12 @@ static int own_cgroup(const char *ctl, char *path, size_t len)
     if (found < 0)
         errno = ENOENT;
     return found;
+}
+
+/* cosched's own cgroup path in the hierarchy of ctl (NULL: cgroup2). */
+static int own_cgroup(const char *ctl, char *path, size_t len)
+{
+    return cs_proc_cgroup(0, ctl, path, len);
 }
 
 int cs_cgroup_locate(const char *ctl, char *mnt, size_t mntlen, char *dir, size_t dirlen,

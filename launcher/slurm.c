@@ -1,0 +1,510 @@
+/*
+ * slurm.c - control of Slurm steps through Slurm's own step cgroups (the
+ * node engine, `cosched serve`).  Facts behind every choice were measured
+ * here with Slurm 22.05 (shared notes "slurm-and-cgroups"):
+ *
+ *   cgroup v1 (proctrack/cgroup, task/cgroup), per controller:
+ *       <mnt>/slurm_<node>/uid_<u>/job_<j>/step_<s>[/task_<t>]
+ *     freeze:  the STEP's freezer (freezer.state).  Never a child freezer
+ *              group under the step (proctrack reads only the step's own
+ *              cgroup.procs: scancel would miss the moved tasks and drain the
+ *              node) and never the job-level freezer (slurmstepd lives there:
+ *              the job would hang in COMPLETING).
+ *     cores:   the step's cpuset.cpus and every cpuset below it (task
+ *              groups), written parent first when growing and children
+ *              first when shrinking, since a v1 child must stay inside its
+ *              parent.  Writing cpuset.cpus rebinds the tasks, replacing any
+ *              per-task binding of task/affinity for as long as cosched
+ *              manages the step; the step's value is restored on release.
+ *   cgroup v2 (Slurm's cgroup/v2 layout):
+ *       <mnt>/.../job_<j>/step_<s>/{slurm,user/task_<t>}
+ *     freeze:  step_<s>/user/cgroup.freeze - the tasks' part of the step; the
+ *              step itself also holds slurmstepd ("slurm"), which must never
+ *              be frozen.
+ *     cores:   step_<s>/user/cpuset.cpus where the cpuset controller is
+ *              enabled there, else sched_setaffinity on every thread below
+ *              step_<s>/user (as cgroup2.c does on machines like ours).
+ *     This path follows Slurm's documented layout and is tested on a cgroup2
+ *     tree built to that layout; it has not yet run under a real cgroup/v2
+ *     Slurm (README).
+ *
+ * Slurm stays in charge: no signal is ever sent (scontrol suspend in 22.05
+ * uses SIGSTOP/SIGCONT; the freezer neither sends nor undoes them, so an
+ * admin's suspend stays in force); nothing of Slurm's is created or removed;
+ * scancel kills a frozen v1 step because Slurm thaws its step freezer before
+ * killing, and a v2-frozen task dies on SIGKILL.  Release (and the guardian,
+ * if the engine dies) thaws and gives the step back its own cores.
+ */
+#include "config.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cosched.h"
+
+#define WHO "slurm"
+#define REC_MAX 8192
+#define FREEZE_TIMEOUT 0.100        /* s, freeze and thaw confirmation */
+
+struct sl_job {
+    int v2;
+    char step[PATH_MAX];        /* v1: the freezer step dir; v2: the step dir */
+    char freeze[PATH_MAX];      /* v1: = step; v2: step/user */
+    char cpuset[PATH_MAX];      /* v1: the cpuset step dir; v2: step/user or "" (affinity) */
+    char orig[512];             /* the step's cores (list) as Slurm set them */
+    char record[REC_MAX];
+    struct cs_proc_cpu cpu;
+};
+
+/* Cut path right after its "job_<job>/step_<step>" components; -1 if absent. */
+static int step_prefix(const char *path, unsigned long job, unsigned long step, char *out, size_t len)
+{
+    char pat[64];
+    const char *p;
+    int n = snprintf(pat, sizeof pat, "/job_%lu/step_%lu", job, step);
+
+    for (p = strstr(path, pat); p; p = strstr(p + 1, pat))
+        if (p[n] == '/' || p[n] == '\0') {
+            size_t k = (size_t)(p - path) + (size_t)n;
+            if (k >= len)
+                return -1;
+            memcpy(out, path, k);
+            out[k] = '\0';
+            return 0;
+        }
+    return -1;
+}
+
+static int mount_of(const char *ctl, char *mnt, size_t len)
+{
+    char dir[PATH_MAX], why[256];
+    return cs_cgroup_locate(ctl, mnt, len, dir, sizeof dir, why, sizeof why);
+}
+
+/* Find the step's dirs from where pid is; 0, or -1 with why. */
+static int locate(pid_t pid, unsigned long job, unsigned long step, struct sl_job *sj, char *why, size_t len)
+{
+    char path[PATH_MAX], mnt[PATH_MAX], rel[PATH_MAX];
+
+    memset(sj, 0, sizeof *sj);
+    if (cs_proc_cgroup(pid, "freezer", path, sizeof path) == 0 && step_prefix(path, job, step, rel, sizeof rel) == 0) {
+        if (mount_of("freezer", mnt, sizeof mnt) < 0) {
+            snprintf(why, len, "pid %d is in freezer cgroup %s but the freezer hierarchy is not mounted here",
+                     (int)pid, path);
+            return -1;
+        }
+        snprintf(sj->step, sizeof sj->step, "%s%s", mnt, rel);
+        snprintf(sj->freeze, sizeof sj->freeze, "%s", sj->step);
+        if (cs_proc_cgroup(pid, "cpuset", path, sizeof path) < 0 || step_prefix(path, job, step, rel, sizeof rel) < 0 ||
+            mount_of("cpuset", mnt, sizeof mnt) < 0) {
+            snprintf(why, len, "pid %d is in step %lu.%lu's freezer cgroup but not in its cpuset cgroup "
+                     "(is ConstrainCores=yes in cgroup.conf?)", (int)pid, job, step);
+            return -1;
+        }
+        snprintf(sj->cpuset, sizeof sj->cpuset, "%s%s", mnt, rel);
+        if (cs_cg_read(sj->cpuset, "cpuset.cpus", sj->orig, sizeof sj->orig) < 0) {
+            snprintf(why, len, "cannot read %s/cpuset.cpus: %s", sj->cpuset, strerror(errno));
+            return -1;
+        }
+        return 0;
+    }
+    if (cs_proc_cgroup(pid, NULL, path, sizeof path) == 0 && step_prefix(path, job, step, rel, sizeof rel) == 0) {
+        char ctls[256] = "";
+        if (mount_of(NULL, mnt, sizeof mnt) < 0) {
+            snprintf(why, len, "pid %d is in cgroup2 %s but cgroup2 is not mounted here", (int)pid, path);
+            return -1;
+        }
+        sj->v2 = 1;
+        snprintf(sj->step, sizeof sj->step, "%s%s", mnt, rel);
+        snprintf(sj->freeze, sizeof sj->freeze, "%s/user", sj->step);
+        if (access(sj->freeze, F_OK) < 0 || strstr(path + strlen(rel), "/user") != path + strlen(rel)) {
+            snprintf(why, len, "pid %d is in %s, not below %s/user where Slurm's cgroup/v2 puts a step's tasks",
+                     (int)pid, path, rel);
+            return -1;
+        }
+        cs_cg_read(sj->freeze, "cgroup.controllers", ctls, sizeof ctls);
+        if (strstr(ctls, "cpuset")) {
+            snprintf(sj->cpuset, sizeof sj->cpuset, "%s", sj->freeze);
+            if (cs_cg_read(sj->step, "cpuset.cpus.effective", sj->orig, sizeof sj->orig) < 0)
+                sj->orig[0] = '\0';
+        }
+        if (!sj->orig[0]) {
+            /* no cpuset here: the task's own affinity is the step's cores */
+            hwloc_topology_t t;
+            hwloc_bitmap_t b = hwloc_bitmap_alloc();
+            if (hwloc_topology_init(&t) == 0 && hwloc_topology_load(t) == 0 &&
+                hwloc_get_proc_cpubind(t, pid, b, HWLOC_CPUBIND_PROCESS) == 0)
+                hwloc_bitmap_list_snprintf(sj->orig, sizeof sj->orig, b);
+            hwloc_topology_destroy(t);
+            hwloc_bitmap_free(b);
+            if (!sj->orig[0]) {
+                snprintf(why, len, "cannot read the cores of pid %d", (int)pid);
+                return -1;
+            }
+        }
+        return 0;
+    }
+    {
+        char v2[PATH_MAX] = "none";
+        if (cs_proc_cgroup(pid, "freezer", path, sizeof path) < 0)
+            snprintf(path, sizeof path, "none");
+        if (cs_proc_cgroup(pid, NULL, v2, sizeof v2) < 0)
+            snprintf(v2, sizeof v2, "none");
+        if (kill(pid, 0) < 0 && errno == ESRCH)
+            snprintf(why, len, "pid %d does not exist", (int)pid);
+        else
+            snprintf(why, len, "pid %d is not in the cgroups of Slurm step %lu.%lu (its v1 freezer cgroup: %s; "
+                     "its cgroup2: %s)", (int)pid, job, step, path, v2);
+    }
+    return -1;
+}
+
+int cs_slurm_step_cpus(pid_t pid, unsigned long job, unsigned long step, hwloc_bitmap_t cpus, char *why,
+                       size_t len)
+{
+    struct sl_job sj;
+
+    if (locate(pid, job, step, &sj, why, len) < 0)
+        return -1;
+    if (hwloc_bitmap_list_sscanf(cpus, sj.orig) < 0 || hwloc_bitmap_iszero(cpus)) {
+        snprintf(why, len, "step %lu.%lu has no cores ('%s')", job, step, sj.orig);
+        return -1;
+    }
+    return 0;
+}
+
+static int sl_probe(char *why, size_t len)
+{
+    return 0;
+}
+
+static int sl_init(struct cs_engine *e)
+{
+    return 0;
+}
+
+static int sl_job_prepare(struct cs_engine *e, struct cs_job *j)
+{
+    return 0;
+}
+
+/* The served job's Slurm ids travel in its name "JOB.STEP" (serve.c). */
+static int ids_of(const struct cs_job *j, unsigned long *job, unsigned long *step)
+{
+    return sscanf(j->name, "%lu.%lu", job, step) == 2 ? 0 : -1;
+}
+
+static int sl_job_attach(struct cs_engine *e, struct cs_job *j, pid_t pid)
+{
+    struct sl_job *sj = calloc(1, sizeof *sj);
+    unsigned long job, step;
+    char why[PATH_MAX + 256];
+
+    if (!sj || ids_of(j, &job, &step) < 0) {
+        cs_err(WHO ": job %d (%s): not a Slurm step", j->id, j->name);
+        free(sj);
+        return -1;
+    }
+    if (locate(pid, job, step, sj, why, sizeof why) < 0) {
+        cs_err(WHO ": step %s: %s", j->name, why);
+        free(sj);
+        return -1;
+    }
+    cs_rec_add(sj->record, sizeof sj->record, "slurm");
+    cs_rec_add(sj->record, sizeof sj->record, sj->v2 ? "v2" : "v1");
+    cs_rec_add(sj->record, sizeof sj->record, sj->freeze);
+    cs_rec_add(sj->record, sizeof sj->record, sj->cpuset[0] ? sj->cpuset : "-");
+    cs_rec_add(sj->record, sizeof sj->record, sj->orig);
+    cs_guard_record("%s", sj->record);
+    j->ctl = sj;
+    return 0;
+}
+
+/* cpuset.cpus of dir and every cpuset below it, for v1: parents first when
+ * growing, children first when shrinking (grow = the new set holds the old). */
+static int write_tree(const char *dir, const char *file, const char *val, int grow)
+{
+    DIR *d;
+    struct dirent *de;
+    int ret = 0;
+
+    if (grow && cs_cg_write(WHO, dir, file, val) < 0)
+        return -1;
+    if ((d = opendir(dir)) != NULL) {
+        while ((de = readdir(d)) != NULL) {
+            char sub[PATH_MAX];
+            if (de->d_type != DT_DIR || de->d_name[0] == '.')
+                continue;
+            if (snprintf(sub, sizeof sub, "%s/%s", dir, de->d_name) >= (int)sizeof sub)
+                continue;
+            if (write_tree(sub, file, val, grow) < 0)
+                ret = -1;
+        }
+        closedir(d);
+    }
+    if (!grow && cs_cg_write(WHO, dir, file, val) < 0)
+        return -1;
+    return ret;
+}
+
+/* Bind every thread below dir (v2 without cpuset). */
+static int affinity_tree(const char *dir, hwloc_const_bitmap_t cpus)
+{
+    DIR *d;
+    struct dirent *de;
+    int ret = cs_affinity_cgroup(WHO, dir, cpus) < 0 ? -1 : 0;
+
+    if ((d = opendir(dir)) != NULL) {
+        while ((de = readdir(d)) != NULL) {
+            char sub[PATH_MAX];
+            if (de->d_type != DT_DIR || de->d_name[0] == '.')
+                continue;
+            if (snprintf(sub, sizeof sub, "%s/%s", dir, de->d_name) >= (int)sizeof sub)
+                continue;
+            if (affinity_tree(sub, cpus) < 0)
+                ret = -1;
+        }
+        closedir(d);
+    }
+    return ret;
+}
+
+static int set_cores(int v2, const char *cpuset, const char *freeze, const char *list)
+{
+    if (v2 && cpuset[0])
+        return cs_cg_write(WHO, cpuset, "cpuset.cpus", list);
+    if (v2) {
+        hwloc_bitmap_t b = hwloc_bitmap_alloc();
+        int r = hwloc_bitmap_list_sscanf(b, list) < 0 ? -1 : affinity_tree(freeze, b);
+        hwloc_bitmap_free(b);
+        return r;
+    }
+    /* v1: grow to the union first, then shrink to the target */
+    char cur[512] = "", uni[1024];
+    hwloc_bitmap_t a = hwloc_bitmap_alloc(), b = hwloc_bitmap_alloc();
+    int r;
+    cs_cg_read(cpuset, "cpuset.cpus", cur, sizeof cur);
+    hwloc_bitmap_list_sscanf(a, cur);
+    hwloc_bitmap_list_sscanf(b, list);
+    hwloc_bitmap_or(a, a, b);
+    hwloc_bitmap_list_snprintf(uni, sizeof uni, a);
+    r = write_tree(cpuset, "cpuset.cpus", uni, 1);
+    if (r == 0 && strcmp(uni, list) != 0)
+        r = write_tree(cpuset, "cpuset.cpus", list, 0);
+    hwloc_bitmap_free(a);
+    hwloc_bitmap_free(b);
+    return r;
+}
+
+static int sl_set_cpus(struct cs_engine *e, struct cs_job *j, hwloc_const_bitmap_t cpus, hwloc_const_bitmap_t mems)
+{
+    struct sl_job *sj = j->ctl;
+    char list[1024];
+
+    hwloc_bitmap_list_snprintf(list, sizeof list, cpus);
+    return set_cores(sj->v2, sj->cpuset, sj->freeze, list);
+}
+
+static const char *freeze_file(int v2)
+{
+    return v2 ? "cgroup.freeze" : "freezer.state";
+}
+
+static const char *freeze_value(int v2, int on)
+{
+    return v2 ? (on ? "1" : "0") : (on ? "FROZEN" : "THAWED");
+}
+
+/* 1 when dir reads frozen (on) / thawed (!on), 0 not yet, -1 unreadable. */
+static int state_is(int v2, const char *dir, int on)
+{
+    char buf[512];
+    if (v2) {
+        if (cs_cg_read(dir, "cgroup.events", buf, sizeof buf) < 0)
+            return -1;
+        char *f = strstr(buf, "frozen ");
+        return f && (f[7] == '1') == on;
+    }
+    if (cs_cg_read(dir, "freezer.state", buf, sizeof buf) < 0)
+        return -1;
+    return strcmp(buf, on ? "FROZEN" : "THAWED") == 0;
+}
+
+/* Start every freeze, then poll them all until frozen or the common bound. */
+static int sl_freeze_many(struct cs_engine *e, struct cs_job **jobs, int n, int *frozen)
+{
+    double t0;
+    long delay = 20000;                     /* ns */
+    int i, pending = 0, ret = 0;
+
+    for (i = 0; i < n; i++) {
+        struct sl_job *sj = jobs[i]->ctl;
+        frozen[i] = cs_cg_write(WHO, sj->freeze, freeze_file(sj->v2), freeze_value(sj->v2, 1)) < 0 ? -1 : 0;
+        pending += frozen[i] == 0;
+    }
+    t0 = cs_now();
+    while (pending) {
+        struct timespec ts = { 0, delay };
+        for (i = 0; i < n; i++) {
+            struct sl_job *sj = jobs[i]->ctl;
+            int s;
+            if (frozen[i])
+                continue;
+            s = state_is(sj->v2, sj->freeze, 1);
+            if (s != 0) {
+                frozen[i] = s;
+                pending--;
+            }
+        }
+        if (!pending || cs_now() - t0 > FREEZE_TIMEOUT)
+            break;
+        nanosleep(&ts, NULL);
+        if (delay < 2000000)
+            delay *= 2;
+    }
+    for (i = 0; i < n; i++) {
+        struct sl_job *sj = jobs[i]->ctl;
+        if (frozen[i] == 1)
+            continue;
+        ret = -1;
+        if (cs_cg_write(WHO, sj->freeze, freeze_file(sj->v2), freeze_value(sj->v2, 0)) < 0)
+            cs_err(WHO ": step %s: freeze did not complete and could not be undone", jobs[i]->name);
+        else if (frozen[i] == 0)
+            cs_warn(WHO ": step %s: not frozen after %.0f ms (%s); thawed, left running this step",
+                    jobs[i]->name, FREEZE_TIMEOUT * 1e3, sj->freeze);
+        frozen[i] = 0;
+    }
+    return ret;
+}
+
+static int sl_freeze(struct cs_engine *e, struct cs_job *j)
+{
+    int frozen;
+    return sl_freeze_many(e, &j, 1, &frozen);
+}
+
+static int sl_thaw(struct cs_engine *e, struct cs_job *j)
+{
+    struct sl_job *sj = j->ctl;
+    double t0 = cs_now();
+
+    if (cs_cg_write(WHO, sj->freeze, freeze_file(sj->v2), freeze_value(sj->v2, 0)) < 0)
+        return -1;
+    while (state_is(sj->v2, sj->freeze, 0) == 0) {
+        struct timespec ts = { 0, 100000 };
+        if (cs_now() - t0 > FREEZE_TIMEOUT) {
+            cs_err(WHO ": step %s: %s not thawed %.0f ms after it was asked", j->name, sj->freeze,
+                   FREEZE_TIMEOUT * 1e3);
+            return -1;
+        }
+        nanosleep(&ts, NULL);
+    }
+    return 0;
+}
+
+/* CPU time of the step's tasks: cpu.stat under v2; under v1 the sum over the
+ * processes in the step's freezer cgroup (utime+stime of them and of their
+ * reaped children), kept monotonic. */
+static int sl_cpu_time(struct cs_engine *e, struct cs_job *j, uint64_t *ns)
+{
+    struct sl_job *sj = j->ctl;
+    uint64_t total = 0;
+
+    if (sj->v2) {
+        char buf[1024], *u;
+        if (cs_cg_read(sj->freeze, "cpu.stat", buf, sizeof buf) < 0 || !(u = strstr(buf, "usage_usec ")))
+            return -1;
+        total = strtoull(u + 11, NULL, 10) * 1000ULL;
+    } else {
+        char *list = cs_cg_read_all(sj->freeze, "cgroup.procs"), *p, *end;
+        long tck = sysconf(_SC_CLK_TCK);
+        if (!list)
+            return -1;
+        for (p = list; *p; p = end) {
+            long pid = strtol(p, &end, 10);
+            char name[64], buf[1024], *rp;
+            unsigned long ut, st;
+            long cut, cst;
+            FILE *f;
+            if (end == p) {
+                end = p + 1;
+                continue;
+            }
+            snprintf(name, sizeof name, "/proc/%ld/stat", pid);
+            if ((f = fopen(name, "re")) == NULL)
+                continue;
+            if (fgets(buf, sizeof buf, f) && (rp = strrchr(buf, ')')) &&
+                sscanf(rp + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu %ld %ld", &ut, &st, &cut,
+                       &cst) == 4)
+                total += (uint64_t)(ut + st + (unsigned long)cut + (unsigned long)cst) * 1000000000ULL / (uint64_t)tck;
+            fclose(f);
+        }
+        free(list);
+    }
+    *ns = cs_proc_cpu_monotonic(&sj->cpu, total);
+    return 0;
+}
+
+/* Thaw and give the step back its own cores; the step may be gone already
+ * (Slurm removes its cgroups when it ends): nothing to say then. */
+static void restore(int v2, const char *freeze, const char *cpuset, const char *orig)
+{
+    if (access(freeze, F_OK) < 0)
+        return;
+    cs_cg_write(WHO, freeze, freeze_file(v2), freeze_value(v2, 0));
+    if (cpuset[0] || v2)
+        set_cores(v2, cpuset, freeze, orig);
+}
+
+static void sl_job_release(struct cs_engine *e, struct cs_job *j)
+{
+    struct sl_job *sj = j->ctl;
+
+    if (!sj)
+        return;
+    restore(sj->v2, sj->freeze, sj->cpuset, sj->orig);
+    cs_guard_forget("%s", sj->record);
+    free(sj);
+    j->ctl = NULL;
+}
+
+static void sl_fini(struct cs_engine *e)
+{
+}
+
+/* "slurm v1|v2 FREEZEDIR CPUSETDIR|- CORES" */
+static void sl_rescue(const char *record)
+{
+    char *copy = strdup(record), *f[5];
+
+    if (!copy)
+        return;
+    if (cs_rec_split(copy, f, 5) != 5 || strcmp(f[0], "slurm") != 0)
+        cs_warn(WHO ": guardian: ignoring malformed record '%s'", record);
+    else
+        restore(strcmp(f[1], "v2") == 0, f[2], strcmp(f[3], "-") ? f[3] : "", f[4]);
+    free(copy);
+}
+
+const struct cs_control_ops cs_control_slurm = {
+    .name = "slurm",
+    .probe = sl_probe,
+    .init = sl_init,
+    .job_prepare = sl_job_prepare,
+    .job_attach = sl_job_attach,
+    .set_cpus = sl_set_cpus,
+    .freeze = sl_freeze,
+    .thaw = sl_thaw,
+    .cpu_time = sl_cpu_time,
+    .job_release = sl_job_release,
+    .fini = sl_fini,
+    .rescue = sl_rescue,
+    .freeze_many = sl_freeze_many,
+};
