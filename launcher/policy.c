@@ -1843,6 +1843,7 @@ static void read_set(lua_State *L, struct cs_policy *p, int idx, hwloc_bitmap_t 
     struct cs_engine *e = p->e;
     lua_Integer n, i;
     char buf[256];
+    int is_cpus = !strcmp(field, "cpus");
 
     if (!lua_istable(L, idx))
         verror(L, "step %d: job %d: %s must be a list of numbers (it is %s)", step, id, field,
@@ -1856,7 +1857,7 @@ static void read_set(lua_State *L, struct cs_policy *p, int idx, hwloc_bitmap_t 
         if (!ok)
             verror(L, "step %d: job %d: %s[%d] = %s is not an integer", step, id, field, (int)i,
                    describe(L, -1));
-        if (!strcmp(field, "cpus")) {
+        if (is_cpus) {
             if (v < 0 || v > INT_MAX || !hwloc_bitmap_isset(e->managed, (unsigned)v)) {
                 managed_str(e, buf, sizeof buf);
                 verror(L, "step %d: job %d: cpu %d is not managed (managed: %s)", step, id,
@@ -1876,9 +1877,52 @@ static void read_set(lua_State *L, struct cs_policy *p, int idx, hwloc_bitmap_t 
     }
 }
 
+/*
+ * Cpu lists already read in this plan, by table identity: a policy often hands
+ * the same table to many jobs (linux gives snap.cpus to every job; cached
+ * groups and halves are reused), and reading 256 cpus of 1,000 jobs one by one
+ * was most of a plan's validation.  Only tables whose contents cannot change
+ * while the plan is read are reused: plain tables and the snapshot's read-only
+ * proxies (reads run no Lua code); a table with any other metatable is read
+ * every time.  A reused list was checked when first read (every cpu managed).
+ */
+#define LIST_CACHE 16
+struct list_cache { const void *t; hwloc_const_bitmap_t set; };
+
+static int list_cacheable(lua_State *L, int idx)
+{
+    int ok;
+    if (!lua_getmetatable(L, idx))
+        return 1;
+    lua_pushliteral(L, "__newindex");
+    lua_rawget(L, -2);
+    ok = lua_tocfunction(L, -1) == ro_newindex;
+    lua_pop(L, 2);
+    return ok;
+}
+
+/* Read the cpu list at idx into set, through the cache c. */
+static void read_cpus(lua_State *L, struct cs_policy *p, int idx, hwloc_bitmap_t set,
+                      int step, int id, struct list_cache *c)
+{
+    const void *t = lua_type(L, idx) == LUA_TTABLE ? lua_topointer(L, idx) : NULL;
+    struct list_cache *slot = t ? &c[((uintptr_t)t >> 4) % LIST_CACHE] : NULL;
+
+    if (slot && slot->t == t) {
+        hwloc_bitmap_copy(set, slot->set);
+        return;
+    }
+    read_set(L, p, idx, set, step, id, "cpus");
+    if (slot && list_cacheable(L, idx)) {
+        slot->t = t;
+        slot->set = set;            /* owned by the plan until cs_plan_free() */
+    }
+}
+
 static void convert_plan(lua_State *L, struct cs_policy *p, int res, struct cs_job **live,
                          int nlive)
 {
+    struct list_cache lcache[LIST_CACHE] = { { 0 } };
     static const char *const step_fields[] = { "duration", "jobs", "shared", NULL };
     static const char *const job_fields[] = { "id", "cpus", "mems", NULL };
     struct cs_engine *e = p->e;
@@ -2009,7 +2053,7 @@ static void convert_plan(lua_State *L, struct cs_policy *p, int res, struct cs_j
             lua_getfield(L, ent, "cpus");
             if (lua_isnil(L, -1))
                 verror(L, "step %d: job %d: cpus is missing", s, id);
-            read_set(L, p, lua_gettop(L), pj->cpus, s, id, "cpus");
+            read_cpus(L, p, lua_gettop(L), pj->cpus, s, id, lcache);
             if (hwloc_bitmap_iszero(pj->cpus))
                 verror(L, "step %d: job %d: cpus is empty", s, id);
             lua_pop(L, 1);
@@ -2198,7 +2242,20 @@ int cs_policy_plan(struct cs_policy *p, struct cs_engine *e, struct cs_plan *pla
     p->e = e;
     p->out = plan;
     t = cs_now();
-    if (call_bounded(p, plan_protected, NULL, 0, limit, "plan()", &err) < 0) {
+    /* Garbage collection paced by the plan: the collector is stopped while
+     * plan() runs and, once the plan is converted, does the work that the
+     * call's allocations (the snapshot, the policy's tables) call for, in
+     * one incremental step.  Left to itself the collector did a whole cycle
+     * every two or three plans, inside one of them: at 1,000 jobs that plan
+     * took 3-5 ms more than the others (BENCHMARKS.md, section 5).  The
+     * memory cap still collects at once when it is reached (cs_hook). */
+    size_t used0 = p->mem_used;
+    lua_gc(p->L, LUA_GCSTOP);
+    int rc = call_bounded(p, plan_protected, NULL, 0, limit, "plan()", &err);
+    size_t grown = p->mem_used > used0 ? p->mem_used - used0 : 0;
+    lua_gc(p->L, LUA_GCSTEP, (int)(grown >> 10 < INT_MAX ? (grown >> 10) + 1 : INT_MAX));
+    lua_gc(p->L, LUA_GCRESTART);
+    if (rc < 0) {
         p->cpu_cur = p->cpu_prev = p->st_cur = p->st_prev = 0;
         cs_err("%s", err);
         free(err);

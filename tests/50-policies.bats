@@ -119,3 +119,41 @@ run_policy() {   # run_policy NAME FOLDED [OPTS...]
     run_policy flca 1
     run_policy flca 1 --policy-opt characterize=no
 }
+
+# The host reads a cpu table handed to several jobs of one plan only once
+# (launcher/policy.c, read_cpus): the checks must still apply to every job.
+@test "plan validation: one cpu table given to two jobs is an overlap unless shared" {
+    requires multicore cosched
+    mkdir pol
+    cat > pol/same.lua <<'LUA'
+return { api = 1, name = "same", description = "x",
+  params = { shared = { default = "no", help = "x" } },
+  plan = function(snap)
+    local jobs, c = {}, { snap.cpus[1], snap.cpus[2] }
+    for _, j in ipairs(snap.jobs) do jobs[#jobs + 1] = { id = j.id, cpus = c } end
+    return { { jobs = jobs, shared = snap.params.shared == "yes" } }
+  end }
+LUA
+    run "$COSCHED" run --policy-path pol --policy same --quantum 50ms --trace t.jsonl -- "$PROGS/spin" -c 0.2 ::: "$PROGS/spin" -c 0.2
+    echo "$output"
+    [ "$status" -eq 0 ]
+    assert_contains "$output" "is also given to job 1"
+    grep -q '"fallback":true' t.jsonl
+    run "$COSCHED" run --policy-path pol --policy same --policy-opt shared=yes --quantum 50ms --trace t2.jsonl -- "$PROGS/spin" -c 0.2 ::: "$PROGS/spin" -c 0.2
+    echo "$output"
+    [ "$status" -eq 0 ]
+    ! grep -q '"fallback":true' t2.jsonl
+    # a table with an unmanaged cpu is refused for the first job that has it
+    cat > pol/bad.lua <<'LUA'
+return { api = 1, name = "bad", description = "x", plan = function(snap)
+    local jobs, c = {}, { snap.cpus[1], 4096 }
+    for _, j in ipairs(snap.jobs) do jobs[#jobs + 1] = { id = j.id, cpus = c } end
+    return { { jobs = jobs, shared = true } }
+  end }
+LUA
+    run "$COSCHED" run --policy-path pol --policy bad --quantum 50ms -- "$PROGS/spin" -c 0.2 ::: "$PROGS/spin" -c 0.2
+    echo "$output"
+    [ "$status" -eq 0 ]
+    assert_contains "$output" "job 1: cpu 4096 is not managed"
+    no_cosched_leftovers
+}

@@ -188,6 +188,14 @@ local function ncores(snap, list)
 end
 
 -- the steps of one epoch.  order: jobs in rotation order; grp: id -> group.
+-- Each step takes the jobs still pending in rotation order and places each
+-- where it may go, skipping those it may not.  Once a job of group g finds
+-- no place, no later job of group g does either in that step (capacities
+-- only fill up, colours are fixed per step), so the pending jobs are kept
+-- in three queues (one per group, each in rotation order) and a step merges
+-- the heads of the queues still placeable, by rotation rank: the same steps
+-- as scanning the whole pending list every step, in O(n G) per epoch
+-- instead of O(n^2 / per_llc).
 function impl.build(snap, order, grp, per_llc)
   local n = #order
   local G = math.max(1, math.min(pairing.domains(snap, snap.cpus), n))
@@ -195,17 +203,21 @@ function impl.build(snap, order, grp, per_llc)
   G = #groups
   local cap = {}
   for i, gc in ipairs(groups) do cap[i] = math.max(1, math.min(per_llc, ncores(snap, gc))) end
-  local pending = {}
-  for i, j in ipairs(order) do pending[i] = j end
+  local q, head = { {}, {}, {} }, { 1, 1, 1 }
+  for rank, j in ipairs(order) do
+    local l = q[grp[j.id]]
+    l[#l + 1] = rank
+  end
+  local left = n
   local steps = {}
-  while #pending > 0 and #steps < 1024 do
-    local c1, c2, first12 = 0, 0, nil
-    for _, j in ipairs(pending) do
-      local g = grp[j.id]
-      if g == 1 then c1 = c1 + 1 elseif g == 2 then c2 = c2 + 1 end
-      if not first12 and g ~= 3 then first12 = g end
-    end
-    local color = {}
+  local members, count, color = {}, {}, {}
+  local parts_of = {}                    -- group i -> k -> its k parts (this epoch)
+  for i = 1, G do parts_of[i] = {} end
+  while left > 0 and #steps < 1024 do
+    local c1, c2 = #q[1] - head[1] + 1, #q[2] - head[2] + 1
+    local r1, r2 = q[1][head[1]], q[2][head[2]]
+    local first12 = (r1 and (not r2 or r1 < r2)) and 1 or (r2 and 2) or nil
+    for i = 1, G do color[i] = nil end
     if c1 > 0 and c2 > 0 then
       if G == 1 then
         color[1] = first12                 -- single processor: apart in time
@@ -216,38 +228,50 @@ function impl.build(snap, order, grp, per_llc)
     elseif c1 > 0 or c2 > 0 then
       for i = 1, G do color[i] = (c1 > 0) and 1 or 2 end
     end
-    local members, left = {}, {}
-    for i = 1, G do members[i] = {} end
-    for _, j in ipairs(pending) do
-      local g = grp[j.id]
+    for i = 1, G do members[i], count[i] = {}, 0 end
+    local blocked = { false, false, false }
+    while true do
+      -- the pending job first in rotation order among the unblocked queues
+      local g, rank
+      for k = 1, 3 do
+        local r = not blocked[k] and q[k][head[k]]
+        if r and (not rank or r < rank) then g, rank = k, r end
+      end
+      if not g then break end
       local best
       for i = 1, G do
-        if #members[i] < cap[i] and (g == 3 or color[i] == nil or color[i] == g) then
-          if not best or #members[i] < #members[best]
-              or (#members[i] == #members[best] and g == 3 and color[i] == 2 and color[best] ~= 2) then
+        if count[i] < cap[i] and (g == 3 or color[i] == nil or color[i] == g) then
+          if not best or count[i] < count[best]
+              or (count[i] == count[best] and g == 3 and color[i] == 2 and color[best] ~= 2) then
             best = i
           end
         end
       end
       if best then
-        local m = members[best]
-        m[#m + 1] = j.id
+        count[best] = count[best] + 1
+        members[best][count[best]] = order[rank].id
+        head[g] = head[g] + 1
+        left = left - 1
       else
-        left[#left + 1] = j
+        blocked[g] = true
       end
     end
     local jobs = {}
     for i = 1, G do
       local m = members[i]
       if #m > 0 then
-        local parts = (#m == 1) and { groups[i] } or split(snap, #m, "auto", groups[i])
+        local pc = parts_of[i]
+        local parts = pc[#m]
+        if not parts then
+          parts = (#m == 1) and { groups[i] } or split(snap, #m, "auto", groups[i])
+          pc[#m] = parts
+        end
         for k, id in ipairs(m) do
           jobs[#jobs + 1] = { id = id, cpus = parts[k] or groups[i] }
         end
       end
     end
-    steps[#steps + 1] = { duration = snap.quantum, jobs = jobs, groups = members, domains = groups }
-    pending = left
+    steps[#steps + 1] = { duration = snap.quantum, jobs = jobs }
   end
   return steps
 end
@@ -320,9 +344,7 @@ return {
     impl.last_groups = grp
     if #snap.jobs == 0 then return { { jobs = {} } } end
     local steps = impl.build(snap, rotation.order(snap), grp, impl.per_llc)
-    local out = {}
-    for i, s in ipairs(steps) do out[i] = { duration = s.duration, jobs = s.jobs } end
     impl.last_steps = steps
-    return out
+    return steps
   end,
 }
