@@ -1,0 +1,478 @@
+/*
+ * remote.c - the plugin in slurmstepd: register each task of a co-scheduled
+ * step with the node's engine (starting it on demand), deregister it when it
+ * exits, and tell the user in one line when the step runs without
+ * co-scheduling.  Nothing here fails a step: every failure ends as "the step
+ * runs normally" plus the notice.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "plugin.h"
+#include "proto.h"
+
+/* Step ids at and above this are Slurm's special steps (batch 0xfffffffb,
+ * extern 0xfffffffc, interactive 0xfffffffa, pending 0xfffffffd): never
+ * co-scheduled. */
+#define CS_SPECIAL_STEPS 0xfffffff0u
+
+enum { V_PENDING, V_REGISTERED, V_FAILED };
+
+/* The verdict, written by slurmstepd in task_post_fork, read by the tasks in
+ * task_init (they were forked before it was written: shared anonymous page). */
+struct cs_shared {
+    atomic_int state;
+    char id[64];
+    char policy[CS_NAME_MAX];
+    char why[448];
+};
+
+#define MAX_TASKS 1024
+
+static struct {
+    int skip;                  /* special step */
+    int cosched;               /* the step asked or was enforced */
+    char policy[CS_NAME_MAX];
+    uint32_t job, step;
+    struct cs_shared *sh;
+    double deadline;           /* ms, monotonic: the step's registration budget */
+    int failed;
+    int nreg;
+    pid_t reg[MAX_TASKS];      /* registered task pids */
+} st;
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void fail(const char *fmt, ...)
+{
+    va_list ap;
+    st.failed = 1;
+    if (st.sh == NULL || atomic_load(&st.sh->state) == V_FAILED)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(st.sh->why, sizeof st.sh->why, fmt, ap);
+    va_end(ap);
+    atomic_store(&st.sh->state, V_FAILED);
+    slurm_info("cosched: step %u.%u runs without co-scheduling: %s", st.job, st.step, st.sh->why);
+}
+
+int cs_remote_option(const char *optarg)
+{
+    /* may run twice: parse afresh each time */
+    cs_g.req_bad = cs_req_parse(&cs_g.req, optarg, &cs_g.conf, &cs_g.installed, cs_g.req_err,
+                                sizeof cs_g.req_err) < 0;
+    if (cs_g.req_bad)
+        cs_g.req.given = 1;
+    return 0;
+}
+
+int cs_remote_init(spank_t sp)
+{
+    memset(&st, 0, sizeof st);
+    if (spank_get_item(sp, S_JOB_ID, &st.job) != ESPANK_SUCCESS ||
+        spank_get_item(sp, S_JOB_STEPID, &st.step) != ESPANK_SUCCESS)
+        st.skip = 1;
+    else if (st.step >= CS_SPECIAL_STEPS)
+        st.skip = 1;
+    return 0;
+}
+
+int cs_remote_user_init(spank_t sp)
+{
+    if (st.skip)
+        return 0;
+    if (cs_g.req_bad) {
+        st.cosched = 0;
+    } else {
+        st.cosched = cs_decide(&cs_g.conf, cs_g.req.given ? &cs_g.req : NULL, st.policy);
+        if (!st.cosched && !(cs_g.req.given && cs_g.req.off))
+            return 0;
+    }
+    st.sh = mmap(NULL, sizeof *st.sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (st.sh == MAP_FAILED) {
+        st.sh = NULL;
+        slurm_error("cosched: step %u.%u: mmap: %s; the step runs without co-scheduling", st.job, st.step,
+                    strerror(errno));
+        st.cosched = 0;
+        return 0;
+    }
+    memset(st.sh, 0, sizeof *st.sh);
+    snprintf(st.sh->policy, sizeof st.sh->policy, "%s", cs_g.req.off ? "off" : st.policy);
+    if (cs_g.req_bad)
+        fail("%s", cs_g.req_err);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ engine start */
+
+/* Does the comma list `opts` (a cgroup mount's super options) hold every
+ * controller of the comma list `ctrls` (from /proc/self/cgroup)? */
+static int has_ctrls(const char *opts, const char *ctrls)
+{
+    char want[256], have[512], *w, *save = NULL;
+
+    snprintf(want, sizeof want, "%s", ctrls);
+    snprintf(have, sizeof have, ",%s,", opts);
+    for (w = strtok_r(want, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
+        char needle[260];
+        snprintf(needle, sizeof needle, ",%s,", w);
+        if (strstr(have, needle) == NULL)
+            return 0;
+    }
+    return 1;
+}
+
+/* For every hierarchy in which slurmstepd sits inside Slurm's groups
+ * (a path component starting with "slurm"), the cgroup.procs of the group
+ * above them: the engine goes there before it runs (it also moves itself).
+ * Hierarchies Slurm does not use are left as they are. */
+static int leave_paths(char paths[][PATH_MAX], int max)
+{
+    FILE *cg = fopen("/proc/self/cgroup", "re"), *mi;
+    char line[4096], mline[4096];
+    int n = 0;
+
+    if (cg == NULL)
+        return 0;
+    while (n < max && fgets(line, sizeof line, cg)) {
+        char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL, *path, *cut;
+        if (c2 == NULL)
+            continue;
+        *c2 = '\0';
+        path = c2 + 1;
+        path[strcspn(path, "\n")] = '\0';
+        if ((cut = strstr(path, "/slurm")) == NULL)
+            continue;
+        *cut = '\0';                    /* the group above Slurm's */
+        if ((mi = fopen("/proc/self/mountinfo", "re")) == NULL)
+            break;
+        while (fgets(mline, sizeof mline, mi)) {
+            char *sep = strstr(mline, " - "), *save = NULL, *mnt, *fstype, *opts;
+            if (sep == NULL)
+                continue;
+            *sep = '\0';
+            strtok_r(mline, " ", &save);
+            for (int i = 0; i < 3; i++)
+                strtok_r(NULL, " ", &save);
+            mnt = strtok_r(NULL, " ", &save);
+            save = NULL;
+            fstype = strtok_r(sep + 3, " ", &save);
+            strtok_r(NULL, " ", &save);     /* source */
+            opts = strtok_r(NULL, " \n", &save);
+            if (mnt == NULL || fstype == NULL || opts == NULL)
+                continue;
+            if (c1[1] == '\0' ? strcmp(fstype, "cgroup2") == 0
+                              : strcmp(fstype, "cgroup") == 0 && has_ctrls(opts, c1 + 1)) {
+                if (snprintf(paths[n], PATH_MAX, "%s%s/cgroup.procs", mnt, path) < PATH_MAX)
+                    n++;
+                break;
+            }
+        }
+        fclose(mi);
+    }
+    fclose(cg);
+    return n;
+}
+
+/* fork, setsid, fork, exec `cosched serve ...`.  Only async-signal-safe
+ * calls between fork and exec (slurmstepd is multithreaded). */
+static int spawn_engine(char *why, size_t whylen)
+{
+    static char roots[32][PATH_MAX];
+    const struct cs_conf *c = &cs_g.conf;
+    char quantum[32], idle[32];
+    char *argv[] = { (char *)c->cosched, "serve", "--socket", (char *)c->socket, "--quantum", quantum,
+                     "--idle-exit", idle, "--detach", NULL };
+    char *envp[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL };
+    int nroots, status;
+    pid_t pid;
+
+    if (access(c->cosched, X_OK) < 0) {
+        snprintf(why, whylen, "cannot start the engine: %.200s: %s", c->cosched, strerror(errno));
+        return -1;
+    }
+    snprintf(quantum, sizeof quantum, "%dms", c->quantum_ms);
+    snprintf(idle, sizeof idle, "%d", c->idle_exit);
+    nroots = leave_paths(roots, 32);
+    pid = fork();
+    if (pid < 0) {
+        snprintf(why, whylen, "cannot start the engine: fork: %s", strerror(errno));
+        return -1;
+    }
+    if (pid == 0) {
+        sigset_t none;
+        int fd;
+        setsid();
+        if (fork() != 0)
+            _exit(0);
+        for (int i = 0; i < nroots; i++)
+            if ((fd = open(roots[i], O_WRONLY | O_CLOEXEC)) >= 0) {
+                (void)!write(fd, "0", 1);
+                close(fd);
+            }
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        for (int s = 1; s < NSIG; s++)
+            signal(s, SIG_DFL);
+        if ((fd = open("/dev/null", O_RDWR)) >= 0) {
+            dup2(fd, 0);
+            dup2(fd, 1);
+            dup2(fd, 2);
+        }
+        if (syscall(SYS_close_range, 3, ~0U, 0) < 0)
+            for (int i = 3; i < 4096; i++)
+                close(i);
+        umask(022);
+        if (chdir("/") < 0)
+            _exit(126);
+        execve(argv[0], argv, envp);
+        _exit(127);
+    }
+    /* the intermediate child exits at once; slurmstepd may reap it first */
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    return 0;
+}
+
+/* Engine start, serialised between steps by a lock beside the socket. */
+static int start_engine(char *why, size_t whylen)
+{
+    char lock[CS_SOCKET_MAX + 8], dir[CS_SOCKET_MAX];
+    char *slash;
+    int fd, rc;
+
+    snprintf(dir, sizeof dir, "%s", cs_g.conf.socket);
+    if ((slash = strrchr(dir, '/')) != NULL && slash != dir) {
+        *slash = '\0';
+        if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
+            snprintf(why, whylen, "cannot create %s: %s", dir, strerror(errno));
+            return -1;
+        }
+    }
+    snprintf(lock, sizeof lock, "%s.lock", cs_g.conf.socket);
+    fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) < 0) {
+        close(fd);      /* another step is starting it: just wait for the socket */
+        return 0;
+    }
+    rc = spawn_engine(why, whylen);
+    if (fd >= 0)
+        close(fd);      /* the engine binds its socket within the retry window */
+    return rc;
+}
+
+/* One request to the engine within the step's budget; starts the engine on
+ * demand.  0 with the reply, -1 with why. */
+static int call(const char *req, char *reply, size_t len, char *why, size_t whylen)
+{
+    int started = 0;
+
+    for (;;) {
+        double left = st.deadline - now_ms();
+        if (left < 50)
+            left = 50;
+        if (cs_proto_call(cs_g.conf.socket, req, reply, len, (int)left, why, whylen) == 0)
+            return 0;
+        if (errno != ENOENT && errno != ECONNREFUSED)
+            return -1;
+        if (cs_g.conf.start != CS_START_ONDEMAND) {
+            snprintf(why, whylen, "no engine at %s (start=%s: %s)", cs_g.conf.socket,
+                     cs_g.conf.start == CS_START_NONE ? "none" : "systemd",
+                     cs_g.conf.start == CS_START_NONE ? "the administrator starts it"
+                                                      : "is cosched.service running?");
+            return -1;
+        }
+        if (!started) {
+            if (start_engine(why, whylen) < 0)
+                return -1;
+            started = 1;
+        }
+        if (now_ms() + 50 > st.deadline) {
+            snprintf(why, whylen, "the engine started with %.200s did not answer at %s within %d ms",
+                     cs_g.conf.cosched, cs_g.conf.socket, cs_g.conf.timeout_ms);
+            return -1;
+        }
+        usleep(50 * 1000);
+    }
+}
+
+/* argv[0]'s basename as a protocol value: printable, no spaces, short. */
+static void step_name(spank_t sp, char *buf, size_t len)
+{
+    int argc = 0;
+    char **argv = NULL;
+    const char *s;
+    size_t n = 0;
+
+    snprintf(buf, len, "step");
+    if (spank_get_item(sp, S_JOB_ARGV, &argc, &argv) != ESPANK_SUCCESS || argc < 1 || argv[0] == NULL)
+        return;
+    s = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
+    for (; *s && n + 1 < len && n < 64; s++)
+        buf[n++] = ((unsigned char)*s > ' ' && (unsigned char)*s < 0x7f && *s != '=') ? *s : '_';
+    if (n > 0)
+        buf[n] = '\0';
+}
+
+/* Take "key=value" out of an "OK k=v k=v" reply. */
+static void reply_get(const char *reply, const char *key, char *out, size_t len)
+{
+    size_t kn = strlen(key);
+    const char *p = reply;
+
+    out[0] = '\0';
+    while ((p = strstr(p, key)) != NULL) {
+        if ((p == reply || p[-1] == ' ') && p[kn] == '=') {
+            size_t n = strcspn(p + kn + 1, " \n");
+            snprintf(out, len, "%.*s", (int)n, p + kn + 1);
+            return;
+        }
+        p += kn;
+    }
+}
+
+int cs_remote_task_post_fork(spank_t sp)
+{
+    char req[CS_PROTO_MAX], reply[1024], why[448], name[80], cores[256] = "";
+    char *alloc = NULL;
+    uint32_t uid = 0, gtid = 0, ntasks = 0, nnodes = 0;
+    uint16_t cpt = 0;
+    pid_t pid = 0;
+    int ok;
+
+    if (st.skip || !st.cosched || st.sh == NULL || st.failed)
+        return 0;
+    if (st.deadline == 0)
+        st.deadline = now_ms() + cs_g.conf.timeout_ms;
+    else if (st.nreg > 0 && st.deadline < now_ms() + 500)
+        st.deadline = now_ms() + 500;       /* the engine answers: each later task gets its turn */
+
+    if (spank_get_item(sp, S_TASK_PID, &pid) != ESPANK_SUCCESS ||
+        spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS) {
+        fail("Slurm did not give the task's pid or uid");
+        return 0;
+    }
+    spank_get_item(sp, S_TASK_GLOBAL_ID, &gtid);
+    spank_get_item(sp, S_JOB_TOTAL_TASK_COUNT, &ntasks);
+    spank_get_item(sp, S_JOB_NNODES, &nnodes);
+    spank_get_item(sp, S_STEP_CPUS_PER_TASK, &cpt);
+    if (spank_get_item(sp, S_STEP_ALLOC_CORES, &alloc) == ESPANK_SUCCESS && alloc != NULL)
+        snprintf(cores, sizeof cores, "%s", alloc);
+    step_name(sp, name, sizeof name);
+
+    ok = cs_req_init(req, sizeof req, "register") == 0 &&
+         cs_req_add(req, sizeof req, "job", "%u", st.job) == 0 &&
+         cs_req_add(req, sizeof req, "step", "%u", st.step) == 0 &&
+         cs_req_add(req, sizeof req, "uid", "%u", uid) == 0 &&
+         cs_req_add(req, sizeof req, "pid", "%d", (int)pid) == 0 &&
+         cs_req_add(req, sizeof req, "task", "%u", gtid) == 0 &&
+         cs_req_add(req, sizeof req, "ntasks", "%u", ntasks) == 0 &&
+         cs_req_add(req, sizeof req, "nnodes", "%u", nnodes) == 0 &&
+         cs_req_add(req, sizeof req, "cpus_per_task", "%u", (unsigned)cpt) == 0 &&
+         cs_req_add(req, sizeof req, "policy", "%s", st.policy) == 0 &&
+         cs_req_add(req, sizeof req, "name", "%s", name) == 0 &&
+         (cores[0] == '\0' || cs_req_add(req, sizeof req, "cores", "%s", cores) == 0) &&
+         (!cs_g.req.has_priority || cs_req_add(req, sizeof req, "priority", "%ld", cs_g.req.priority) == 0) &&
+         (!cs_g.req.cls || cs_req_add(req, sizeof req, "class", "%c", cs_g.req.cls) == 0);
+    if (!ok) {
+        fail("cannot build the registration request");
+        return 0;
+    }
+    if (cores[0] == '\0') {
+        fail("Slurm did not give the step's cores");
+        return 0;
+    }
+    if (call(req, reply, sizeof reply, why, sizeof why) < 0) {
+        fail("%s", why);
+        return 0;
+    }
+    if (strncmp(reply, "OK", 2) != 0) {
+        reply[strcspn(reply, "\n")] = '\0';
+        fail("the engine refused: %s", strncmp(reply, "ERR ", 4) == 0 ? reply + 4 : reply);
+        return 0;
+    }
+    if (st.nreg < MAX_TASKS)
+        st.reg[st.nreg++] = pid;
+    if (st.sh->id[0] == '\0') {
+        char pol[CS_NAME_MAX];
+        reply_get(reply, "id", st.sh->id, sizeof st.sh->id);
+        reply_get(reply, "policy", pol, sizeof pol);
+        if (pol[0])
+            snprintf(st.sh->policy, sizeof st.sh->policy, "%s", pol);
+        atomic_store(&st.sh->state, V_REGISTERED);
+        slurm_debug("cosched: step %u.%u registered as cosched job %s (policy %s)", st.job, st.step,
+                    st.sh->id, st.sh->policy);
+    }
+    return 0;
+}
+
+/* In the task, as the user, before exec. */
+int cs_remote_task_init(spank_t sp)
+{
+    int state, local = -1;
+    char buf[600];
+
+    if (st.skip || st.sh == NULL)
+        return 0;
+    state = atomic_load(&st.sh->state);
+    spank_get_item(sp, S_TASK_ID, &local);
+    if (st.sh->policy[0])
+        spank_setenv(sp, "COSCHED_POLICY", st.sh->policy, 1);
+    if (state == V_REGISTERED) {
+        if (st.sh->id[0])
+            spank_setenv(sp, "COSCHED_JOB", st.sh->id, 1);
+        /* a spinning OpenMP team on a folded or frozen core is >100x slower */
+        spank_setenv(sp, "OMP_WAIT_POLICY", "passive", 0);
+    } else if (state == V_FAILED && local == 0) {
+        int n = snprintf(buf, sizeof buf, "cosched: step %u.%u runs without co-scheduling: %s\n", st.job,
+                         st.step, st.sh->why);
+        if (n > 0)
+            (void)!write(STDERR_FILENO, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
+    }
+    return 0;
+}
+
+int cs_remote_task_exit(spank_t sp)
+{
+    char req[256], reply[256], why[256];
+    pid_t pid = 0;
+    int i;
+
+    if (st.skip || st.nreg == 0 || spank_get_item(sp, S_TASK_PID, &pid) != ESPANK_SUCCESS)
+        return 0;
+    for (i = 0; i < st.nreg && st.reg[i] != pid; i++)
+        ;
+    if (i == st.nreg)
+        return 0;
+    st.reg[i] = st.reg[--st.nreg];
+    if (cs_req_init(req, sizeof req, "deregister") < 0 || cs_req_add(req, sizeof req, "job", "%u", st.job) < 0 ||
+        cs_req_add(req, sizeof req, "step", "%u", st.step) < 0 ||
+        cs_req_add(req, sizeof req, "pid", "%d", (int)pid) < 0)
+        return 0;
+    if (cs_proto_call(cs_g.conf.socket, req, reply, sizeof reply, 500, why, sizeof why) < 0)
+        slurm_debug("cosched: step %u.%u: deregister pid %d: %s", st.job, st.step, (int)pid, why);
+    else if (strncmp(reply, "OK", 2) != 0)
+        slurm_debug("cosched: step %u.%u: deregister pid %d: %s", st.job, st.step, (int)pid, reply);
+    return 0;
+}

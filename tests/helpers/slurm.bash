@@ -1,0 +1,265 @@
+# slurm.bash - a real single-node Slurm (Debian's 22.05) for the tests, with
+# cosched's SPANK plugin (plugin/cosched.so) in its plugstack.conf.
+# `load helpers/common` first.
+#
+# Typical use, one cluster per .bats file:
+#
+#   setup_file()    { slurm_start; }            # skips every test with the reason
+#   teardown_file() { slurm_stop; }             #   when Slurm or the plugin is missing
+#   setup()         { slurm_require; slurm_plugstack start=none; }
+#   @test ... { run srun -n1 --cosched=gang true; ...; slurm_node_ok; }
+#
+# Everything lives in SLURM_DIR (/tmp/cs.XXXXXX, or $1 of slurm_start;
+# removed by slurm_stop): slurm.conf, cgroup.conf, plugstack.conf, state, spool, logs,
+# pid files, a private munged and its socket.  The node gets a name of its
+# own (cs<pid>) and its own ports, so two test runs on one machine do not
+# meet: Slurm's cgroups are /sys/fs/cgroup/<controller>/slurm_<node>.
+#
+# Exported for the tests (and kept in $SLURM_DIR/env for a later process):
+#   SLURM_CONF      every client command needs it (no /etc/slurm/slurm.conf)
+#   SLURM_NODE      the node name
+#   SLURM_DIR       the directory above
+#   CS_SOCKET       the engine socket path plugstack.conf gets (socket=$SLURM_DIR/e.sock)
+#   CS_PLUGIN       the plugin under test
+#
+# Functions:
+#   slurm_start [DIR]           start munged, slurmctld, slurmd; wait until idle
+#   slurm_stop                  cancel every job, stop the daemons, remove Slurm's
+#                               cgroups of this node, pid files, stray slurmstepds
+#   slurm_require               in setup(): skip unless slurm_start succeeded
+#   slurm_plugstack [--optional] [KEY=VALUE...]
+#                               write plugstack.conf: the plugin with the test
+#                               defaults (policydir, cosched, socket) and then the
+#                               given arguments (later keys win); applies to new
+#                               steps at once, no restart
+#   slurm_plugstack_raw LINE... write plugstack.conf verbatim
+#   slurm_wait_idle [TIMEOUT]   wait until the node is idle (no job on it)
+#   slurm_job_state JOBID...    the state of each job (PENDING, RUNNING,
+#                               COMPLETED, ...; GONE when Slurm forgot it)
+#   slurm_wait_job JOBID STATE [TIMEOUT]   wait for a job state
+#   slurm_wait_gone JOBID [TIMEOUT]        wait until the job has ended
+#                               (COMPLETED, FAILED, CANCELLED, ... or GONE)
+#   slurm_jobs                  the ids of the jobs Slurm knows, one a line
+#   slurm_node_ok               the node is not drained/down (prints its state)
+#   slurm_step_cgroups          Slurm's cgroup directories of this node
+
+SLURM_SBIN=${SLURM_SBIN:-/usr/sbin}
+CS_PLUGIN=${CS_PLUGIN:-$COSCHED_BUILDDIR/plugin/cosched.so}
+
+# ------------------------------------------------------------------ start / stop
+
+slurm_start() {
+    local dir=${1:-} port i
+    _slurm_why=
+    if [ "$(id -u)" -ne 0 ]; then
+        _slurm_skip "needs root (slurmd and slurmstepd run as root)"; return 0
+    fi
+    for i in slurmctld slurmd munged; do
+        [ -x "$SLURM_SBIN/$i" ] || { _slurm_skip "needs Slurm and munge ($SLURM_SBIN/$i is missing: apt-get install slurmctld slurmd slurm-client munge)"; return 0; }
+    done
+    command -v srun >/dev/null || { _slurm_skip "needs srun (Debian package slurm-client)"; return 0; }
+    [ -f "$CS_PLUGIN" ] || { _slurm_skip "needs $CS_PLUGIN (configure found no slurm/spank.h: install libslurm-dev and re-run configure)"; return 0; }
+    [ -r /etc/munge/munge.key ] || { _slurm_skip "needs /etc/munge/munge.key (the munge package creates it)"; return 0; }
+
+    # world-readable and short (sun_path holds 108 bytes): users' sruns read
+    # the configuration, munged wants its socket directory open to all
+    [ -n "$dir" ] || { dir=$(mktemp -d /tmp/cs.XXXXXX) && chmod 755 "$dir"; }
+    [ -n "${BATS_FILE_TMPDIR:-}" ] && echo "$dir" > "$BATS_FILE_TMPDIR/slurm.dir"
+    SLURM_DIR=$dir
+    SLURM_NODE=cs$$
+    rm -rf "$SLURM_DIR"
+    mkdir -p "$SLURM_DIR"/{state,spool,log,munge}
+    chmod 755 "$SLURM_DIR"
+    CS_SOCKET=$SLURM_DIR/e.sock
+    SLURM_CONF=$SLURM_DIR/slurm.conf
+    export SLURM_DIR SLURM_NODE SLURM_CONF CS_SOCKET CS_PLUGIN
+
+    port=$(_slurm_free_port)
+    _slurm_write_conf "$port" "$((port + 1))"
+    slurm_plugstack start=none
+    { declare -p SLURM_DIR SLURM_NODE SLURM_CONF CS_SOCKET CS_PLUGIN | sed 's/^declare -[a-z-]* /export /'; } > "$SLURM_DIR/env"
+
+    # a private munged: its own socket, the machine's key
+    chown munge:munge "$SLURM_DIR/munge"
+    chmod 755 "$SLURM_DIR/munge"
+    runuser -u munge -- "$SLURM_SBIN/munged" --socket="$SLURM_DIR/munge/munge.sock" \
+        --pid-file="$SLURM_DIR/munge/munged.pid" --log-file="$SLURM_DIR/munge/munged.log" \
+        --seed-file="$SLURM_DIR/munge/munged.seed" --key-file=/etc/munge/munge.key 2>"$SLURM_DIR/log/munged.err" ||
+        { _slurm_skip "munged did not start: $(cat "$SLURM_DIR/log/munged.err")"; return 0; }
+
+    "$SLURM_SBIN/slurmctld" -f "$SLURM_CONF" -i 2>"$SLURM_DIR/log/slurmctld.err" ||
+        { _slurm_fail "slurmctld did not start"; return 1; }
+    "$SLURM_SBIN/slurmd" -f "$SLURM_CONF" -N "$SLURM_NODE" 2>"$SLURM_DIR/log/slurmd.err" ||
+        { _slurm_fail "slurmd did not start"; return 1; }
+    slurm_wait_idle 60 || { _slurm_fail "the node did not become idle"; return 1; }
+}
+
+slurm_stop() {
+    local f pid d i
+    [ -n "${SLURM_DIR:-}" ] && [ -d "$SLURM_DIR" ] || return 0
+    if [ -f "$SLURM_DIR/slurmctld.pid" ] && _slurm_alive "$SLURM_DIR/slurmctld.pid"; then
+        scancel --full $(slurm_jobs) 2>/dev/null || true
+        wait_for 30 '[ -z "$(squeue -h -o %i 2>/dev/null)" ]' || true
+    fi
+    for f in slurmd.pid slurmctld.pid munge/munged.pid; do
+        [ -f "$SLURM_DIR/$f" ] || continue
+        pid=$(cat "$SLURM_DIR/$f" 2>/dev/null) || continue
+        [ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null || continue
+        wait_for 15 _cs_gone "$pid" || kill -KILL "$pid" 2>/dev/null || true
+        rm -f "$SLURM_DIR/$f"
+    done
+    # slurmstepds (and their tasks) of this node that outlived slurmd
+    for d in $(slurm_step_cgroups); do
+        for f in "$d/cgroup.procs"; do
+            [ -r "$f" ] || continue
+            while read -r pid; do kill -KILL "$pid" 2>/dev/null || true; done < "$f"
+        done
+    done
+    for d in $(slurm_step_cgroups | awk '{ print length, $0 }' | sort -rn | cut -d' ' -f2-); do
+        [ -f "$d/freezer.state" ] && { echo THAWED > "$d/freezer.state"; } 2>/dev/null
+        for i in 1 2 3 4 5; do rmdir "$d" 2>/dev/null && break; sleep 0.1; done
+    done
+    rm -rf "$SLURM_DIR"
+    return 0
+}
+
+slurm_require() {
+    [ -z "${SLURM_SKIP:-}" ] || skip "$SLURM_SKIP"
+    [ -f "${BATS_FILE_TMPDIR:-/nonexistent}/slurm.skip" ] && skip "$(cat "$BATS_FILE_TMPDIR/slurm.skip")"
+    [ -f "${BATS_FILE_TMPDIR:-/nonexistent}/slurm.failed" ] &&
+        { echo "slurm_start failed: $(cat "$BATS_FILE_TMPDIR/slurm.failed")" >&2; return 1; }
+    [ -n "${SLURM_CONF:-}" ] && [ -f "$SLURM_CONF" ] || { echo "slurm_start was not called" >&2; return 1; }
+}
+
+# ------------------------------------------------------------------ plugstack.conf
+
+slurm_plugstack() {
+    local kind=required
+    [ "${1:-}" = --optional ] && { kind=optional; shift; }
+    slurm_plugstack_raw "$kind $CS_PLUGIN policydir=$COSCHED_SRCDIR/lua/policies cosched=$COSCHED socket=$CS_SOCKET $*"
+}
+
+slurm_plugstack_raw() {
+    printf '%s\n' "$@" > "$SLURM_DIR/plugstack.conf.new"
+    mv "$SLURM_DIR/plugstack.conf.new" "$SLURM_DIR/plugstack.conf"
+}
+
+# ------------------------------------------------------------------ states
+
+slurm_wait_idle() {
+    wait_for "${1:-30}" '[ "$(sinfo -h -N -n "$SLURM_NODE" -o %T 2>/dev/null)" = idle ]'
+}
+
+slurm_job_state() {
+    local j s
+    for j in "$@"; do
+        s=$(scontrol -o show job "$j" 2>/dev/null | grep -o 'JobState=[A-Z_]*' | cut -d= -f2)
+        echo "${s:-GONE}"
+    done
+}
+
+slurm_wait_job() {
+    wait_for "${3:-30}" "[ \"\$(slurm_job_state $1)\" = $2 ]"
+}
+
+slurm_wait_gone() {
+    wait_for "${2:-30}" "case \$(slurm_job_state $1) in PENDING|RUNNING|SUSPENDED|COMPLETING|CONFIGURING) false;; esac"
+}
+
+slurm_jobs() {
+    squeue -h -o %i 2>/dev/null
+    scontrol -o show job 2>/dev/null | grep -o '^JobId=[0-9]*' | cut -d= -f2
+}
+
+slurm_node_ok() {
+    local s
+    s=$(sinfo -h -N -n "$SLURM_NODE" -o '%T %E' 2>&1)
+    echo "node $SLURM_NODE: $s"
+    case $s in
+    idle*|mixed*|allocated*|completing*) ! [[ $s == *drain* ]] ;;
+    *) return 1 ;;
+    esac
+}
+
+slurm_step_cgroups() {
+    local m
+    for m in "$CGROUP_ROOT"/*/; do
+        [ -d "${m}slurm_$SLURM_NODE" ] && find "${m}slurm_$SLURM_NODE" -type d 2>/dev/null
+    done
+    return 0
+}
+
+# ------------------------------------------------------------------ internals
+
+_slurm_skip() {
+    SLURM_SKIP=$1
+    [ -n "${BATS_FILE_TMPDIR:-}" ] && echo "$1" > "$BATS_FILE_TMPDIR/slurm.skip"
+    return 0
+}
+
+_slurm_fail() {
+    local l
+    {
+        echo "slurm_start: $1; logs in $SLURM_DIR/log:"
+        for l in "$SLURM_DIR"/log/*; do echo "== $l"; tail -20 "$l"; done
+    } >&2
+    [ -n "${BATS_FILE_TMPDIR:-}" ] && echo "$1 (see $SLURM_DIR/log)" > "$BATS_FILE_TMPDIR/slurm.failed"
+    slurm_stop
+    return 1
+}
+
+_slurm_alive() { local p; p=$(cat "$1" 2>/dev/null) && [ -n "$p" ] && pid_alive "$p"; }
+
+# Two free TCP ports in a row (slurmctld, slurmd), away from the defaults.
+_slurm_free_port() {
+    local p used
+    used=$(ss -Htan 2>/dev/null | awk '{ n = split($4, a, ":"); print a[n] }')
+    for ((p = 20000 + ($$ % 2000) * 4; p < 30000; p += 2)); do
+        grep -qx "$p" <<< "$used" || grep -qx "$((p + 1))" <<< "$used" || { echo "$p"; return; }
+    done
+    echo 26817
+}
+
+_slurm_write_conf() {
+    local ncpu
+    ncpu=$(nproc)
+    cat > "$SLURM_CONF" <<EOF
+# generated by tests/helpers/slurm.bash
+ClusterName=cstest
+SlurmctldHost=localhost(127.0.0.1)
+SlurmctldPort=$1
+SlurmdPort=$2
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket=$SLURM_DIR/munge/munge.sock
+StateSaveLocation=$SLURM_DIR/state
+SlurmdSpoolDir=$SLURM_DIR/spool/slurmd.%n
+SlurmctldPidFile=$SLURM_DIR/slurmctld.pid
+SlurmdPidFile=$SLURM_DIR/slurmd.pid
+SlurmctldLogFile=$SLURM_DIR/log/slurmctld.log
+SlurmdLogFile=$SLURM_DIR/log/slurmd.log
+SlurmdDebug=debug
+PlugStackConfig=$SLURM_DIR/plugstack.conf
+ProctrackType=proctrack/cgroup
+TaskPlugin=task/affinity,task/cgroup
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+SchedulerType=sched/backfill
+MpiDefault=none
+ReturnToService=2
+KillWait=5
+MinJobAge=30
+InactiveLimit=0
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/none
+JobAcctGatherType=jobacct_gather/none
+NodeName=$SLURM_NODE NodeHostname=localhost NodeAddr=127.0.0.1 CPUs=$ncpu State=UNKNOWN
+PartitionName=test Nodes=$SLURM_NODE Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:4
+EOF
+    cat > "$SLURM_DIR/cgroup.conf" <<EOF
+CgroupPlugin=cgroup/v1
+ConstrainCores=yes
+EOF
+}
