@@ -517,6 +517,7 @@ check("cachefair: bad parameters are refused in init()", function()
 end)
 
 -- ------------------------------------------------------------------ property tests
+local cpus_mod
 local TOPOS = { { 2, 1 }, { 8, 1 }, { 8, 2 }, { 8, 8 }, { 64, 1 }, { 64, 2 }, { 64, 8 },
                 { 256, 1 }, { 256, 2 }, { 256, 4 }, { 256, 8 } }
 
@@ -553,6 +554,103 @@ local function prop_pmugroup(variant, counted, seeds, epochs)
   end
   return true
 end
+
+-- pmugroup's epoch builder keeps the pending jobs in three queues (O(n G));
+-- it must give exactly the steps of the plain greedy scan it replaced (every
+-- pending job, in rotation order, placed where it may go, each step), kept
+-- here as the reference.
+local function reference_build(snap, order, grp, per_llc, ncores_of, split_of, domains)
+  local n = #order
+  local G = math.max(1, math.min(domains, n))
+  local groups = (G == 1) and { cpus_mod.copy(snap.cpus) } or split_of(G, "llc")
+  G = #groups
+  local cap = {}
+  for i, gc in ipairs(groups) do cap[i] = math.max(1, math.min(per_llc, ncores_of(gc))) end
+  local pending = {}
+  for i, j in ipairs(order) do pending[i] = j end
+  local steps = {}
+  while #pending > 0 and #steps < 1024 do
+    local c1, c2, first12 = 0, 0, nil
+    for _, j in ipairs(pending) do
+      local g = grp[j.id]
+      if g == 1 then c1 = c1 + 1 elseif g == 2 then c2 = c2 + 1 end
+      if not first12 and g ~= 3 then first12 = g end
+    end
+    local color = {}
+    if c1 > 0 and c2 > 0 then
+      if G == 1 then color[1] = first12
+      else
+        local g1 = math.max(1, math.min(G - 1, math.floor(G * c1 / (c1 + c2) + 0.5)))
+        for i = 1, G do color[i] = (i <= g1) and 1 or 2 end
+      end
+    elseif c1 > 0 or c2 > 0 then
+      for i = 1, G do color[i] = (c1 > 0) and 1 or 2 end
+    end
+    local members, left = {}, {}
+    for i = 1, G do members[i] = {} end
+    for _, j in ipairs(pending) do
+      local g = grp[j.id]
+      local best
+      for i = 1, G do
+        if #members[i] < cap[i] and (g == 3 or color[i] == nil or color[i] == g) then
+          if not best or #members[i] < #members[best]
+              or (#members[i] == #members[best] and g == 3 and color[i] == 2 and color[best] ~= 2) then
+            best = i
+          end
+        end
+      end
+      if best then local m = members[best]; m[#m + 1] = j.id else left[#left + 1] = j end
+    end
+    local ids = {}
+    for i = 1, G do ids[i] = table.concat(members[i], ",") end
+    steps[#steps + 1] = table.concat(ids, "|")
+    pending = left
+  end
+  return steps
+end
+
+check("pmugroup build (queues by group) gives the steps of the plain greedy scan: 400 random epochs, 2-256 cores x 1-8 LLCs", function()
+  local pairing = require "cosched.pairing"
+  cpus_mod = require "cosched.cpus"
+  for seed = 1, 400 do
+    math.randomseed(seed)
+    local topo = TOPOS[seed % #TOPOS + 1]
+    local per = math.random(1, 3)
+    local p = load_policy("pmugroup", { per_llc = per })
+    local impl = upvalue(p.plan, "impl")
+    local node = fake.node { cores = topo[1], llcs = topo[2] }
+    local n = math.random(1, 40)
+    local grp, order = {}, {}
+    for i = 1, n do node:add {}; grp[i] = math.random(1, 3) end
+    local snap = snapshot(node, fake.ro {})
+    for i, j in ipairs(snap.jobs) do order[i] = j end
+    for i = n, 2, -1 do local k = math.random(1, i); order[i], order[k] = order[k], order[i] end
+    local got = {}
+    for k, st in ipairs(impl.build(snap, order, grp, per)) do
+      local byg = {}
+      -- regroup the step's jobs by the LLC group their cpus are in
+      local groups = (math.max(1, math.min(pairing.domains(snap, snap.cpus), n)) == 1) and { snap.cpus }
+        or cpus_mod.split(snap, math.max(1, math.min(pairing.domains(snap, snap.cpus), n)), "llc")
+      for gi, gc in ipairs(groups) do
+        local set, ids = cpus_mod.set(gc), {}
+        for _, e in ipairs(st.jobs) do if set[e.cpus[1]] then ids[#ids + 1] = e.id end end
+        byg[gi] = table.concat(ids, ",")
+      end
+      got[k] = table.concat(byg, "|")
+    end
+    local ncores_of = function(gc) local s = cpus_mod.set(gc); local c = 0
+      for _, core in ipairs(snap.topology.cores) do if s[core.pus[1]] then c = c + 1 end end
+      return math.max(c, math.min(#gc, 1)) end
+    local want = reference_build(snap, order, grp, per, ncores_of,
+      function(k, by) return (cpus_mod.split(snap, k, by)) end, pairing.domains(snap, snap.cpus))
+    if #got ~= #want then return false, ("seed %d: %d steps, want %d"):format(seed, #got, #want) end
+    for k = 1, #want do
+      if got[k] ~= want[k] then return false, ("seed %d step %d: %s, want %s"):format(seed, k, got[k], want[k]) end
+    end
+  end
+  return true
+end)
+
 for _, v in ipairs { "threshold", "relative" } do
   check(("property pmugroup %s (hints): no cpu twice, groups 1/2 never share an LLC in a step, every job runs every epoch, 2-256 cores x 1-8 LLCs"):format(v),
     function() return prop_pmugroup(v, false, 4, 6) end)
