@@ -33,6 +33,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
+#include <ctype.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -109,6 +110,9 @@ struct cs_policy {
      * stores them once the call is over, outside its time limit) */
     struct { int job; struct cs_stored r; } *res;
     int nres;
+    /* plan()'s third value: what it says about each job (JSON objects) */
+    struct { int job; char *json; } *info;
+    int ninfo;
 
     char warnbuf[512];
     size_t warnlen;
@@ -980,6 +984,7 @@ void cs_policy_free(struct cs_policy *p)
     free(p->moddir);
     free(p->description);
     free(p->res);
+    free(p->info);
     free(p->keybuf);
     free(p);
 }
@@ -2211,6 +2216,83 @@ static void convert_results(lua_State *L, struct cs_policy *p, int res, struct c
     p->nres = (int)n;
 }
 
+/* plan()'s optional third value: { [job id] = { key = scalar, ... } }, what
+ * the policy says about a job (class, age and its terms, why it waits) for
+ * `cosched status`.  Kept as one JSON object per job, at most 2 KiB. */
+static void convert_info(lua_State *L, struct cs_policy *p, int res, struct cs_job **live, int nlive)
+{
+    p->ninfo = 0;
+    if (lua_isnoneornil(L, res))
+        return;
+    if (!lua_istable(L, res))
+        verror(L, "plan() returned %s as its third value, expected { [job id] = { key = value, ... } }",
+               luaL_typename(L, res));
+    p->info = realloc(p->info, sizeof *p->info * (size_t)(nlive + 1));
+    if (!p->info)
+        luaL_error(L, "out of memory");
+    for (int k = 0; k < nlive; k++) {
+        char buf[2048];
+        size_t n = 0;
+        int first = 1;
+        lua_geti(L, res, live[k]->id);
+        if (lua_isnil(L, -1)) {
+            lua_pop(L, 1);
+            continue;
+        }
+        if (!lua_istable(L, -1))
+            verror(L, "info[%d] is %s, expected a table of key = value", live[k]->id, luaL_typename(L, -1));
+        n += (size_t)snprintf(buf + n, sizeof buf - n, "{");
+        lua_pushnil(L);
+        while (lua_next(L, -2) != 0) {
+            if (lua_type(L, -2) != LUA_TSTRING)
+                verror(L, "info[%d]: keys must be strings", live[k]->id);
+            const char *key = lua_tostring(L, -2);
+            char val[300];
+            switch (lua_type(L, -1)) {
+            case LUA_TNUMBER: {
+                double d = lua_tonumber(L, -1);
+                snprintf(val, sizeof val, isfinite(d) ? "%.6g" : "null", d);
+                break;
+            }
+            case LUA_TBOOLEAN:
+                snprintf(val, sizeof val, "%s", lua_toboolean(L, -1) ? "true" : "false");
+                break;
+            case LUA_TSTRING: {
+                const char *v = lua_tostring(L, -1);
+                size_t m = 0;
+                val[m++] = '"';
+                for (; *v && m < sizeof val - 8; v++) {
+                    unsigned char c = (unsigned char)*v;
+                    if (c == '"' || c == '\\')
+                        m += (size_t)snprintf(val + m, sizeof val - m, "\\%c", c);
+                    else if (c < 0x20 || c >= 0x7f)
+                        m += (size_t)snprintf(val + m, sizeof val - m, "?");
+                    else
+                        val[m++] = (char)c;
+                }
+                val[m++] = '"';
+                val[m] = '\0';
+                break;
+            }
+            default:
+                verror(L, "info[%d].%s is %s, expected a number, string or boolean", live[k]->id, key,
+                       luaL_typename(L, -1));
+            }
+            for (const char *c = key; *c; c++)
+                if (!(isalnum((unsigned char)*c) || *c == '_'))
+                    verror(L, "info[%d]: key '%s' is not a name (letters, digits, _)", live[k]->id, key);
+            if (n + strlen(key) + strlen(val) + 8 < sizeof buf)
+                n += (size_t)snprintf(buf + n, sizeof buf - n, "%s\"%s\":%s", first ? "" : ",", key, val);
+            first = 0;
+            lua_pop(L, 1);
+        }
+        snprintf(buf + n, sizeof buf - n, "}");
+        lua_pop(L, 1);
+        p->info[p->ninfo].job = live[k]->id;
+        p->info[p->ninfo++].json = strdup(buf);
+    }
+}
+
 static int plan_protected(lua_State *L)
 {
     struct cs_policy *p = getp(L);
@@ -2221,10 +2303,11 @@ static int plan_protected(lua_State *L)
     live = live_jobs(L, p->e, &nlive);
     lua_rawgeti(L, LUA_REGISTRYINDEX, p->plan_ref);
     push_snapshot(L, p, p->e, live, nlive);
-    lua_call(L, 1, 2);
-    res = lua_gettop(L) - 1;
+    lua_call(L, 1, 3);
+    res = lua_gettop(L) - 2;
     convert_plan(L, p, res, live, nlive);
     convert_results(L, p, res + 1, live, nlive);
+    convert_info(L, p, res + 2, live, nlive);
     return 0;
 }
 
@@ -2256,6 +2339,9 @@ int cs_policy_plan(struct cs_policy *p, struct cs_engine *e, struct cs_plan *pla
     lua_gc(p->L, LUA_GCSTEP, (int)(grown >> 10 < INT_MAX ? (grown >> 10) + 1 : INT_MAX));
     lua_gc(p->L, LUA_GCRESTART);
     if (rc < 0) {
+        for (int i = 0; i < p->ninfo; i++)
+            free(p->info[i].json);
+        p->ninfo = 0;
         p->cpu_cur = p->cpu_prev = p->st_cur = p->st_prev = 0;
         cs_err("%s", err);
         free(err);
@@ -2275,6 +2361,19 @@ int cs_policy_plan(struct cs_policy *p, struct cs_engine *e, struct cs_plan *pla
             if (e->jobs[k] && e->jobs[k]->id == p->res[i].job)
                 cs_store_result(e->store, e->jobs[k], &p->res[i].r);
     p->nres = 0;
+    for (int k = 0; k < e->njobs; k++) {
+        free(e->jobs[k]->policy_info);
+        e->jobs[k]->policy_info = NULL;
+    }
+    for (int i = 0; i < p->ninfo; i++) {
+        for (int k = 0; k < e->njobs; k++)
+            if (e->jobs[k]->id == p->info[i].job) {
+                e->jobs[k]->policy_info = p->info[i].json;
+                p->info[i].json = NULL;
+            }
+        free(p->info[i].json);
+    }
+    p->ninfo = 0;
     return 0;
 }
 
