@@ -30,8 +30,31 @@ by the job's cycles in the step (both summed over its threads):
 which are the paper's per-core-per-time rates up to the clock frequency.  A
 job keeps the rates of the last counted step it ran (the paper re-reads the
 PMU periodically; a frozen job keeps its last reading).  cycles missing:
-instructions / ipc is used; orb_full or llc_refs missing (AMD profiles
-declare orb_full unavailable): the job counts as not measured.
+instructions / ipc is used; llc_refs missing: the job counts as not
+measured.
+
+Without orb_full (the AMD profiles declare it unavailable: Zen has no event
+for a full miss queue): group 1 by memory bandwidth per core.  The paper
+picked orb_full only because the bandwidth could not be read per core:
+"Group 1 workloads have high memory bandwidth usage and are detrimental to
+the performance of other workloads" and "It would be nice to be able to
+monitor the memory bandwidth usage per core using the PMU, but currently
+PMU can not monitor the memory bandwidth usage per core. Therefore, we
+decided to use the PMU to monitor Offcore Request Buffer Full events"
+(Sec. 5.4.1-5.4.2).  So where the event is missing we go back to the
+quantity it stands for:
+  bw = mem_bw / cores  when the job owned its socket(s) in the step
+       (job.last.socket_owned: the memory-controller counts are its own);
+  bw = bw_llc / cores  otherwise (inbound into the LLC from memory, counted
+       per core: the job's own traffic; mem_bw is socket scope and would
+       charge the job with its neighbours' traffic);
+cores = min(threads, ncpus of the step), GB/s per core like the paper's
+per-core reading.  Threshold variant: group 1 when bw >= bw_threshold
+(default 2 GB/s per core: our choice, the paper's Fig. 4 is not tabulated;
+machine-dependent like the others); relative variant: ranked by bw instead
+of orb.  The two are never mixed: when some measured jobs have orb and
+others only bw, the metric most of them have is used and the others count
+as not measured.  Logged once (info) when bw is used.
 
 variant = threshold (Sec. 6.1): group 1 when orb >= orb_threshold, else
   group 2 when refs >= llc_threshold, else group 3.  "The threshold value is
@@ -81,6 +104,11 @@ Single-LLC nodes (D = 1), adaptation: there is one processor, so "kept
 apart" becomes kept apart in time: each step's colour is that of the first
 group-1 or group-2 job in rotation order, and the other kind waits for a
 later step of the epoch; group 3 jobs join either.
+Cost: the steps are built with the pending jobs in three queues (one per
+group, in rotation order), merged by rotation rank; a queue whose head
+finds no place is skipped for the rest of the step (nothing after it could
+go there either).  O(n G) per epoch plus the rotation sort.  At 1,000 jobs
+on one LLC the epoch has 500 steps (BENCHMARKS.md, section 5).
 Every job runs in every epoch that is not cut short (at most n steps);
 an epoch cut short by a job arriving or ending is followed by one that
 starts with the jobs that waited longest.  tests/lua/test_policies2.lua
@@ -91,6 +119,7 @@ Parameters (--policy-opt key=value):
   variant = threshold    threshold | relative
   orb_threshold = 0.15   group 1: orb_full per cycle at or above this
   llc_threshold = 12     group 2: LLC references per 1000 cycles at or above this
+  bw_threshold = 2       group 1 without orb_full: GB/s of memory bandwidth per core at or above this
   per_llc = 2            jobs per LLC group per step (integer >= 1)
 
 When not to use it: the paper's gains need "enough competition for shared
@@ -105,7 +134,7 @@ local rotation = require "cosched.rotation"
 local pairing = require "cosched.pairing"
 
 local impl = {
-  variant = "threshold", orb_threshold = 0.15, llc_threshold = 12, per_llc = 2,
+  variant = "threshold", orb_threshold = 0.15, llc_threshold = 12, bw_threshold = 2, per_llc = 2,
   rates = {},            -- id -> { orb =, refs =, runs = quanta_run when read }
   logged = {},
 }
@@ -116,43 +145,89 @@ local function finite(x)
   return type(x) == "number" and x == x and x > -math.huge and x < math.huge
 end
 
--- rates of one counted step, or nil
-function impl.rates_of(m)
+-- rates of one counted step, or nil.  last: job.last (for socket_owned);
+-- cores: the cores the job's threads used in the step.
+--   orb  = orb_full / cycles, refs = 1000 * llc_refs / cycles (see header);
+--   bw   = memory bandwidth per core, GB/s: mem_bw when the job owned its
+--          socket(s) (socket-scope counts are then its own), else bw_llc;
+--          group 1's metric where orb_full is unavailable (see header).
+-- nil when llc_refs or cycles are missing, or both orb_full and a bandwidth.
+function impl.rates_of(m, last, cores)
   if not m then return nil end
   local cyc = m.cycles
   if not (finite(cyc) and cyc > 0) and finite(m.instructions) and finite(m.ipc) and m.ipc > 0 then
     cyc = m.instructions / m.ipc
   end
-  if not (finite(cyc) and cyc > 0) or not finite(m.orb_full) or not finite(m.llc_refs) then return nil end
-  return { orb = m.orb_full / cyc, refs = 1000 * m.llc_refs / cyc }
+  if not (finite(cyc) and cyc > 0) or not finite(m.llc_refs) then return nil end
+  local r = { refs = 1000 * m.llc_refs / cyc }
+  if finite(m.orb_full) then r.orb = m.orb_full / cyc end
+  local owned = last and last.socket_owned and finite(m.mem_bw)
+  local bw = owned and m.mem_bw or (finite(m.bw_llc) and m.bw_llc) or nil
+  if bw then
+    r.bw = bw / math.max(1, cores or 1)
+    r.bw_src = owned and "mem_bw" or "bw_llc"
+  end
+  if r.orb == nil and r.bw == nil then return nil end
+  return r
 end
 
--- groups of a list { id =, class =, orb =, refs = } (orb/refs nil when not
--- measured) -> { [id] = 1 | 2 | 3 }
-function impl.group_jobs(list, variant, t_orb, t_refs)
+-- The group-1 metric of a list of measured entries: "orb" when every one
+-- has orb (the paper's event), else "bw" when every one has bw; else nil
+-- (mixed: no common metric).  Mixing the two would rank apples and pears.
+function impl.metric_of(measured)
+  local orb, bw = true, true
+  for _, e in ipairs(measured) do
+    if e.orb == nil then orb = false end
+    if e.bw == nil then bw = false end
+  end
+  return orb and "orb" or bw and "bw" or nil
+end
+
+-- groups of a list { id =, class =, orb =, bw =, refs = } (orb, bw, refs
+-- nil when not measured) -> { [id] = 1 | 2 | 3 }, and the group-1 metric
+-- used ("orb", "bw" or nil when nobody was measured).  Thresholds
+-- (threshold variant): orb_full per cycle, LLC refs per kilo-cycle, GB/s
+-- per core.
+function impl.group_jobs(list, variant, t_orb, t_refs, t_bw)
   local g, measured = {}, {}
   for _, e in ipairs(list) do
-    if e.orb ~= nil and e.refs ~= nil then
+    if (e.orb ~= nil or e.bw ~= nil) and e.refs ~= nil then
       measured[#measured + 1] = e
     else
       g[e.id] = HINT[e.class] or 3
     end
   end
-  if variant == "threshold" then
+  local key = impl.metric_of(measured)
+  if not key and #measured > 0 then
+    -- mixed: the metric most of them have; the others count as not measured
+    local no, nb = 0, 0
     for _, e in ipairs(measured) do
-      g[e.id] = (e.orb >= t_orb) and 1 or (e.refs >= t_refs) and 2 or 3
+      if e.orb ~= nil then no = no + 1 end
+      if e.bw ~= nil then nb = nb + 1 end
+    end
+    key = no >= nb and "orb" or "bw"
+    local keep = {}
+    for _, e in ipairs(measured) do
+      if e[key] ~= nil then keep[#keep + 1] = e else g[e.id] = HINT[e.class] or 3 end
+    end
+    measured = keep
+  end
+  if variant == "threshold" then
+    local th = key == "bw" and (t_bw or impl.bw_threshold) or t_orb
+    for _, e in ipairs(measured) do
+      g[e.id] = (e[key] >= th) and 1 or (e.refs >= t_refs) and 2 or 3
     end
   else
     local k = #measured // 3
-    local by = function(key)
+    local by = function(f)
       return function(a, b)
-        if a[key] ~= b[key] then return a[key] > b[key] end
+        if a[f] ~= b[f] then return a[f] > b[f] end
         return a.id < b.id
       end
     end
     local l = {}
     for i, e in ipairs(measured) do l[i] = e end
-    table.sort(l, by("orb"))
+    if key then table.sort(l, by(key)) end
     local rest = {}
     for i, e in ipairs(l) do
       if i <= k then g[e.id] = 1 else rest[#rest + 1] = e end
@@ -160,7 +235,7 @@ function impl.group_jobs(list, variant, t_orb, t_refs)
     table.sort(rest, by("refs"))
     for i, e in ipairs(rest) do g[e.id] = (i <= k) and 2 or 3 end
   end
-  return g
+  return g, #measured > 0 and key or nil
 end
 
 local split_cache, split_n = {}, 0
@@ -284,6 +359,7 @@ return {
     variant = { default = "threshold", help = "threshold (fixed event thresholds) or relative (thirds by rank)" },
     orb_threshold = { default = 0.15, help = "group 1: orb_full per cycle at or above this (threshold variant)" },
     llc_threshold = { default = 12, help = "group 2: LLC references per 1000 cycles at or above this (threshold variant)" },
+    bw_threshold = { default = 2, help = "group 1 where orb_full is unavailable: GB/s of memory bandwidth per core at or above this" },
     per_llc = { default = 2, help = "jobs sharing an LLC group in one step (integer >= 1)" },
   },
 
@@ -292,7 +368,7 @@ return {
       error(("variant = '%s': expected threshold or relative"):format(tostring(params.variant)), 0)
     end
     impl.variant = params.variant
-    for _, k in ipairs { "orb_threshold", "llc_threshold" } do
+    for _, k in ipairs { "orb_threshold", "llc_threshold", "bw_threshold" } do
       local v = tonumber(params[k])
       if not finite(v) or v < 0 then
         error(("%s = '%s': expected a number >= 0"):format(k, tostring(params[k])), 0)
@@ -316,14 +392,16 @@ return {
       if last and last.counted then
         counted_any = true
         if not r or r.runs < job.quanta_run then
-          local got = impl.rates_of(last.metrics)
+          local got = impl.rates_of(last.metrics, last,
+            math.min(job.threads or math.huge, last.ncpus or math.huge))
           if got then
             got.runs = job.quanta_run
             impl.rates[job.id], r = got, got
           end
         end
       end
-      list[#list + 1] = { id = job.id, class = job.class, orb = r and r.orb, refs = r and r.refs }
+      list[#list + 1] = { id = job.id, class = job.class, orb = r and r.orb, bw = r and r.bw,
+                          refs = r and r.refs }
     end
     for id in pairs(impl.rates) do
       if not live[id] then impl.rates[id] = nil end
@@ -338,10 +416,16 @@ return {
     end
     if counted_any and not impl.logged.orb and next(impl.rates) == nil then
       impl.logged.orb = true
-      cosched.log("warn", "counted steps lack orb_full, llc_refs or cycles: groups from class hints")
+      cosched.log("warn", "counted steps lack llc_refs or cycles, or both orb_full and bw_llc/mem_bw: groups from class hints")
     end
-    local grp = impl.group_jobs(list, impl.variant, impl.orb_threshold, impl.llc_threshold)
-    impl.last_groups = grp
+    local grp, metric = impl.group_jobs(list, impl.variant, impl.orb_threshold, impl.llc_threshold,
+      impl.bw_threshold)
+    if metric == "bw" and not impl.logged.bw then
+      impl.logged.bw = true
+      cosched.log("info", "no orb_full in the counted steps (this CPU's profile has none): group 1 by memory "
+        .. "bandwidth per core (mem_bw when the job owned its socket, else bw_llc), paper 004 Sec. 5.4.1")
+    end
+    impl.last_groups, impl.last_metric = grp, metric
     if #snap.jobs == 0 then return { { jobs = {} } } end
     local steps = impl.build(snap, rotation.order(snap), grp, impl.per_llc)
     impl.last_steps = steps

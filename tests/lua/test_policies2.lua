@@ -279,6 +279,66 @@ for _, v in ipairs { "threshold", "relative" } do
   end)
 end
 
+-- Without orb_full (AMD profiles): group 1 by memory bandwidth per core
+-- (paper 004 Sec. 5.4.1-5.4.2: the event stood in for per-core bandwidth).
+-- Workload model for the bandwidth (ours; the paper's Fig. 4 is not
+-- tabulated): GB/s per core = orb x 40/3, so that the default bw_threshold
+-- 2 GB/s sits where orb_threshold 0.15 does.
+local function amd_metrics(i, ncpus, owned_extra)
+  local m = app_metrics(i, 1e8 * ncpus)
+  m.orb_full = nil
+  local per_core = (100 - rm[i]) / 100 * 40 / 3
+  m.bw_llc = per_core * ncpus
+  m.mem_bw = per_core * ncpus + (owned_extra or 0)   -- socket scope: + the neighbours' traffic
+  return m
+end
+check("pmugroup rates_of without orb_full: bw = bw_llc per core; mem_bw per core only when the job owned its socket", function()
+  local m = amd_metrics(1, 8, 50)
+  local a = pg_impl.rates_of(m, { socket_owned = false }, 8)
+  local b = pg_impl.rates_of(m, { socket_owned = true }, 8)
+  local c = pg_impl.rates_of({ cycles = 1e9, llc_refs = 1e6, mem_bw = 40 }, { socket_owned = false }, 4)
+  local d = pg_impl.rates_of({ cycles = 1e9, llc_refs = 1e6, orb_full = 1e8, bw_llc = 8 }, nil, 4)
+  return a and b and a.orb == nil and near(a.bw, (100 - rm[1]) / 100 * 40 / 3) and a.bw_src == "bw_llc"
+     and near(b.bw, a.bw + 50 / 8) and b.bw_src == "mem_bw"
+     and c == nil                                   -- socket-scope mem_bw of a shared socket is not the job's
+     and d and near(d.orb, 0.1) and near(d.bw, 2),
+     ("a %s b %s c %s"):format(a and a.bw, b and b.bw, tostring(c))
+end)
+check("pmugroup without orb_full: Table 1's 11 apps by bandwidth give the paper's groups (threshold 2 GB/s/core and relative)", function()
+  local l = {}
+  for i = 1, 11 do
+    local r = pg_impl.rates_of(amd_metrics(i, 4), { socket_owned = false }, 4)
+    l[i] = { id = i, orb = r.orb, bw = r.bw, refs = r.refs }
+  end
+  local gt, mt = pg_impl.group_jobs(l, "threshold", 0.15, 12, 2)
+  local gr, mr = pg_impl.group_jobs(l, "relative")
+  local ok, why = expect_paper(gt, ALL)
+  if not ok then return false, "threshold: " .. why end
+  ok, why = expect_paper(gr, ALL)
+  if not ok then return false, "relative: " .. why end
+  -- the threshold matters: at 3 GB/s/core lu.B (2.5) drops out of group 1
+  local g3 = pg_impl.group_jobs(l, "threshold", 0.15, 12, 3)
+  return mt == "bw" and mr == "bw" and g3[3] ~= 1 and g3[1] == 1, ("metrics %s %s, lu.B at 3: %s"):format(mt, mr, g3[3])
+end)
+check("pmugroup: orb and bw never ranked together - mixed measurements use the metric most jobs have", function()
+  local l = { { id = 1, orb = 0.3, refs = 1 }, { id = 2, orb = 0.01, refs = 1 }, { id = 3, bw = 99, refs = 1, class = "N" } }
+  local g, m = pg_impl.group_jobs(l, "threshold", 0.15, 12, 2)
+  return m == "orb" and g[1] == 1 and g[2] == 3 and g[3] == 3, ("%s %s %s %s"):format(m, g[1], g[2], g[3])
+end)
+check("pmugroup end to end on an AMD-like node (no orb_full, bw_llc counted): the paper's groups, 1 and 2 apart", function()
+  local p, params = load_policy("pmugroup")
+  local node = fake.node { cores = 16, llcs = 2, quantum = 0.1, counters = true }
+  for i = 1, 11 do node:add { name = APPS[i] } end
+  local impl = upvalue(p.plan, "impl")
+  local metrics = function(j) j.last.metrics = amd_metrics(j.id, j.last.ncpus) end
+  epoch(node, p, params, metrics)
+  local plan = epoch(node, p, params, metrics)
+  local ok, why = expect_paper(impl.last_groups, ALL)
+  if not ok then return false, why end
+  if impl.last_metric ~= "bw" then return false, "metric " .. tostring(impl.last_metric) end
+  return apart(node, plan, impl.last_groups)
+end)
+
 check("pmugroup placement, 8 cores / 2 LLCs, {S,S,C,C}: one step, group 1 on one LLC, group 2 on the other", function()
   local p, params = load_policy("pmugroup")
   local node = fake.node { cores = 8, llcs = 2 }
