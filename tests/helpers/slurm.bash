@@ -45,6 +45,7 @@
 
 SLURM_SBIN=${SLURM_SBIN:-/usr/sbin}
 CS_PLUGIN=${CS_PLUGIN:-$COSCHED_BUILDDIR/plugin/cosched.so}
+HELPERS=${HELPERS:-$COSCHED_SRCDIR/tests/helpers}
 
 # ------------------------------------------------------------------ start / stop
 

@@ -3,7 +3,8 @@
 only speaks the socket protocol (launcher/proto.h): it appends every request
 to LOG, followed for register by the registering pid's /proc/PID/cgroup lines
 (prefixed "cgroup ") and its Cpus_allowed_list ("cpus "), and answers REPLY
-(default "OK id=<n> policy=<policy of the request>"; "ERR ..." to refuse).
+(default "OK id=<n> policy=<policy of the request>"; "ERR ..." to refuse;
+HANG to accept and never answer).
 For the plugin's tests (tests/60-slurm-plugin.bats); the real engine's tests
 use the real engine."""
 import os
@@ -44,6 +45,10 @@ while True:
         f.write(line + "\n")
         for e in extra:
             f.write(e + "\n")
+    if reply == "HANG":
+        hung = globals().setdefault("hung", [])
+        hung.append(c)        # keep the connection open, answer nothing
+        continue
     if reply is not None:
         out = reply
     elif line.split()[1:2] == ["register"]:
