@@ -53,6 +53,18 @@ min_samples (10; "We collect at least ten data samples") samples:
     (cosched.regress).  A fit without a valid fair point (x does not vary,
     1 - a n <= 0, non-positive result) keeps sampling, on the latest
     4 x min_samples samples.
+Only the planned step is observed.  The snapshot shows each job's last
+step, whoever planned it: after a plan() that failed (the engine counts it
+in snap.epoch) or a plan the engine refused, the last step was the
+engine's fallback, every job on every cpu.  Pairing its miss rates with
+the co-runners of our plan would put wrong points into the regression (the
+paper's sample is "the contiguous time interval when a group of co-runners
+runs simultaneously": those co-runners, not others).  So a step is ours only
+when the previous plan was made in the previous epoch and every job that
+ran since was planned, on the number of cpus planned; otherwise nothing is
+sampled or compensated from it, the cache-fair jobs count it as discarded,
+and the credit the planned jobs paid for it is refunded (in the fallback
+every job ran alike).
 Fair IPC model (paper 003 defers it to [14]; ours, stated): IPC as a linear
 function of the job's own miss rate over the same samples, IPC = c MR + d,
 so IPC_fair = c FairMissRate + d (the mean IPC when MR does not vary);
@@ -182,6 +194,33 @@ local function estimate(e)
     return nil, ("fair IPC %.6g is not positive"):format(ipc_fair or 0 / 0)
   end
   return { a = a, b = b, n = n, fair_mr = fair, c = c, d = d, ipc_fair = ipc_fair }
+end
+
+-- Was the last step the one our previous plan asked for?  Not when plan()
+-- failed in between (the engine counts every call in snap.epoch and runs
+-- its fallback - every job on every cpu - for a failed one), nor when the
+-- engine refused the plan or replaced it: then a job ran that we did not
+-- plan, or a planned job ran on another number of cpus.  Returns nil when
+-- it was ours, else why not.
+local function foreign_step(snap)
+  local prev = S.prev
+  if not prev then return nil end
+  if prev.epoch ~= snap.epoch - 1 then
+    return ("plan() of epoch %d failed or was skipped"):format(snap.epoch - 1)
+  end
+  for _, job in ipairs(snap.jobs) do
+    local seen = S.seen_runs[job.id]
+    if seen and seen < job.quanta_run then               -- ran since we last looked
+      if not prev.ran[job.id] then
+        return ("job %d ran without being planned"):format(job.id)
+      end
+      local want, last = prev.ncpus[job.id], job.last
+      if not last or last.ncpus ~= want then
+        return ("job %d ran on %s cpus, planned %d"):format(job.id, tostring(last and last.ncpus), want)
+      end
+    end
+  end
+  return nil
 end
 
 -- observe the last step: samples, estimates, compensation (returns owed quanta per cache-fair job)
@@ -323,7 +362,19 @@ local function plan(snap)
   local D, C = count_llcs(snap), count_cores(snap)
   local slots = math.min(n, p.corun * D, C)
 
-  -- compensation from the last step
+  -- compensation from the last step, if it was ours: the samples of a
+  -- fallback step must not be attributed to the co-runners we planned
+  local foreign = foreign_step(snap)
+  if foreign then
+    cosched.log("debug", "last step not as planned (" .. foreign .. "): not sampled, no compensation")
+    for id in pairs(S.prev.ran) do
+      if S.credit[id] then S.credit[id] = S.credit[id] + 1 end     -- refund: every job ran alike
+      local e = S.est[id]
+      if e then e.discarded = (e.discarded or 0) + 1 end
+    end
+    S.foreign = (S.foreign or 0) + 1
+    S.prev = nil
+  end
   local owed = observe(snap, byid)
   local T, comp = 0, {}
   for id, o in pairs(owed) do T = T + o end
@@ -380,7 +431,7 @@ local function plan(snap)
     local m = members[(i - 1) % G + 1]
     m[#m + 1] = order[i].id
   end
-  local jobs, prev = {}, { epoch = snap.epoch, corun = {}, ran = {} }
+  local jobs, prev = {}, { epoch = snap.epoch, corun = {}, ran = {}, ncpus = {} }
   for g = 1, G do
     local m = members[g]
     if #m > 0 then
@@ -391,6 +442,7 @@ local function plan(snap)
         jobs[#jobs + 1] = { id = id, cpus = parts[i] }
         S.credit[id] = S.credit[id] - 1
         prev.ran[id] = true
+        prev.ncpus[id] = #parts[i]
         local co = {}
         for j = 1, k do if j ~= i then co[#co + 1] = m[j] end end
         prev.corun[id] = co

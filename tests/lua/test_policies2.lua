@@ -463,6 +463,52 @@ check("cachefair sampling rules: no estimate with 9 samples; steps under half a 
      ("phase=%s max_before=%d samples=%d discarded=%s"):format(e.phase, max_before, #e.samples, tostring(e.discarded))
 end)
 
+-- The engine runs its fallback (every job on every cpu) when plan() fails or
+-- its plan is refused.  The step measured then is not the planned one: its
+-- samples must not be paired with the co-runners of the plan.  Here every
+-- third epoch the plan is made but the fallback runs (refused plan), and
+-- every seventh plan() "fails" (the epoch is counted, no plan is made); in
+-- the fallback A's miss rate follows from all five co-runners at once.
+check("cachefair: fallback steps (plan refused or plan() failed) are not sampled: Eq. 2 still gives 0.012, credits refunded", function()
+  local p, params = load_policy("cachefair", { fair = "A" })
+  local S = upvalue(p.plan, "S")
+  local node, st = cf_node(), {}
+  local m = cf_metrics(node, st)
+  local fallbacks, observed, after_fallback = 0, 0, false
+  local function fallback()
+    local step = { jobs = {}, shared = true }
+    for _, j in ipairs(node.jobs) do step.jobs[#step.jobs + 1] = { id = j.id, cpus = node.topo.cpus } end
+    node:run { step }
+    for _, e in ipairs(step.jobs) do
+      for _, j in ipairs(node.jobs) do if j.id == e.id then m(j, step, e) end end
+    end
+    fallbacks = fallbacks + 1
+  end
+  for e = 1, 400 do
+    -- a plan() that comes right after a fallback step sees it (and only then)
+    if e % 7 ~= 0 and after_fallback then observed = observed + 1 end
+    after_fallback = e % 7 == 0 or e % 3 == 0
+    if e % 7 == 0 then
+      snapshot(node, params)                 -- plan() failed: the epoch counts, nothing planned
+      fallback()
+    elseif e % 3 == 0 then
+      local snap = snapshot(node, params)
+      assert(fake.validate(snap, p.plan(snap)))
+      fallback()                             -- planned, refused: the fallback ran instead
+    else
+      epoch(node, p, params, m)
+    end
+    if S.est[1].phase == "scheduling" then break end
+  end
+  local e = S.est[1]
+  local credits_ok = true
+  for _, c in pairs(S.credit) do if math.abs(c) > 3 then credits_ok = false end end
+  return e.phase == "scheduling" and near(e.fair_mr, 0.012, 1e-12) and near(e.a, 0.5, 1e-9)
+     and S.foreign == observed and fallbacks > 5 and credits_ok,
+     ("phase=%s fair=%s a=%s foreign=%s observed=%d fallbacks=%d"):format(e.phase, tostring(e.fair_mr),
+       tostring(e.a), tostring(S.foreign), observed, fallbacks)
+end)
+
 check("cachefair compensation: owed = IPC_fair/IPC - 1 quanta for A, taken from the 5 best-effort jobs in equal parts, sums to 0", function()
   local p, params = load_policy("cachefair", { fair = "A" })
   local S = upvalue(p.plan, "S")
