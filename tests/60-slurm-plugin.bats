@@ -208,7 +208,7 @@ EOF
     slurm_node_ok
 }
 
-@test "sbatch --cosched reaches every srun step of the job; srun --cosched overrides it; the batch step itself is not co-scheduled" {
+@test "sbatch (and salloc) --cosched reaches every srun step of the job; srun --cosched overrides it; the batch step itself is not co-scheduled" {
     local j
     cat > job.sh <<'EOF'
 #!/bin/bash
@@ -231,6 +231,11 @@ EOF
         err=$(cat $f)
         assert_equal "$(notice_count)" 1 "notices in $f"
     done
+    # salloc's value reaches the steps of its allocation the same way
+    run salloc --cosched=tft srun -n1 sh -c 'echo "step=$COSCHED_POLICY"'
+    echo "$output"
+    [ "$status" -eq 0 ]
+    assert_contains "$output" "step=tft"
     slurm_node_ok
 }
 
