@@ -27,6 +27,13 @@ np_estimate(mpki [, intercept [, slope]])
     MPKI, Sec. 4.5: intercept 1.05, slope 0.015 per MPKI by default, never
     below 1 (the penalty's minimum, Sec. 3.2).  nil for an unknown MPKI.
 
+np_of(job, mpki [, intercept [, slope]]) -> np, source
+    The penalty N-MASS uses: from the profile store when it has the job
+    (np_estimate of job.stored.mpki, the MPKI measured with the job alone:
+    source "store"), else np_estimate(mpki) of the last epoch (source
+    "mpki"); nil when neither is known.  See the function for why the
+    stored MPKI and not a stored penalty.
+
 penalty(unit, k)
     The penalty of running unit (see units below) on node k:
     1 + (np - 1) * (1 - share of its memory on k); 1 when the memory or np
@@ -118,6 +125,28 @@ end
 function M.penalty(u, i)
   if not u.np or not u.frac then return 1 end
   return 1 + (u.np - 1) * (1 - (u.frac[i] or 0))
+end
+
+--- NUMA penalty of a job and where it came from: "store" when the profile
+--- store has the job's MPKI (job.stored.mpki, measured by the
+--- characterization with the job alone in an LLC domain), estimated from it
+--- with the Sec. 4.5 model; else "mpki": the same model on mpki (the last
+--- epoch's MPKI, as the paper's on-line variant); nil, nil when neither.
+--- The store holds no measured CPI_remote / CPI_local (Eq. 1): the paper
+--- measured it by running each program alone twice, local and remote, which
+--- the characterization does not do; the stored MPKI is the closest thing,
+--- and it is what the paper's model was fitted on ("During the
+--- measurements all cores are inactive, except the core that executes the
+--- program"; Fig. 7 plots that penalty against MPKI), whereas the live MPKI
+--- is inflated by co-runners' cache pressure.
+function M.np_of(job, mpki, intercept, slope)
+  local s = job.stored
+  local sm = s and s.mpki
+  if type(sm) == "number" and sm == sm and sm >= 0 and sm < math.huge then
+    return M.np_estimate(sm, intercept, slope), "store"
+  end
+  if mpki == nil then return nil, nil end
+  return M.np_estimate(mpki, intercept, slope), "mpki"
 end
 
 --- MPKI of a job's last counted step, else the profile store's, else nil.
@@ -442,8 +471,8 @@ function M.policy(spec)
       local m = M.mpki_of(job)
       if m then known[job.id] = m else m = known[job.id] end
       local mem = M.memory_of(job, t)
-      local u = { id = job.id, need = M.need(job, t.ncores), mpki = m,
-                  np = M.np_estimate(m, o.np_intercept, o.np_slope) }
+      local np, src = M.np_of(job, m, o.np_intercept, o.np_slope)
+      local u = { id = job.id, need = M.need(job, t.ncores), mpki = m, np = np, np_src = src }
       if mem then u.home, u.frac, u.pages = mem.home, mem.frac, mem.pages end
       u.cur = M.held(t, job.cpus)
       units[#units + 1] = u

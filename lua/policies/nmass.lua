@@ -54,9 +54,22 @@ intercept and slope are 0.015 and 1.05, respectively."  Read literally
 (intercept 0.015, slope 1.05) a program of 20 MPKI would have a penalty of
 21, against the measured range "between 1.0 and 1.46" (Sec. 4.1) and the
 minimum of 1 (Sec. 3.2); we read the two numbers the other way round:
-np = 1.05 + 0.015 x MPKI, never below 1 (np_intercept, np_slope).  The
-paper's "perfect information" variant (profiled penalties) has no online
-counterpart here.
+np = 1.05 + 0.015 x MPKI, never below 1 (np_intercept, np_slope).
+Which MPKI (cosched.numa.np_of): the profile store's when it has the job
+(job.stored.mpki), else the last epoch's.  The paper's best variant uses
+"perfect information about the NUMA penalty of the programs from
+profile-based program traces", measured "by executing the program twice,
+once locally and once remotely. During the measurements all cores are
+inactive, except the core that executes the program" (Sec. 3.2, 4).  Our
+profile store keeps no such penalty (the characterization runs a job alone
+but never remotely on purpose); it keeps the MPKI measured while the job ran
+alone, which is what the Sec. 4.5 model was fitted on (Fig. 7: penalty
+against MPKI of the same profiling runs).  So the stored MPKI gives the
+penalty, and the live MPKI - inflated by co-runners - only when there is no
+stored one.  Pressure always uses the live MPKI (Alg. 3: "the MPKI of the
+last scheduler epoch").  We do not estimate the penalty on line from IPCs:
+"On-line techniques to estimate the NUMA penalty are difficult to construct
+with the PMU of current CPU models" (Sec. 4.5).
 MPKI: job.last.metrics.mpki of the job's last counted step (the paper: "the
 MPKI of the last scheduler epoch"), kept while the job does not run, else
 job.stored.mpki.  cosched.characterize is not used: its isolated runs would

@@ -347,6 +347,27 @@ check("no counters, maxlocal: no message about MPKI; stored MPKI is used when th
   local got = node_string(topo, plan_ok(snap, n.plan(snap)), 4)
   return got == "0010", got
 end)
+check("np from the profile store: stored MPKI 40 -> 1.65 (source store) over the live 5 MPKI; live only -> 1.125; none -> nil", function()
+  local a, sa = numa.np_of({ stored = { mpki = 40 } }, 5)
+  local b, sb = numa.np_of({}, 5)
+  local c, sc = numa.np_of({ stored = { class = "S" } }, nil)
+  local d, sd = numa.np_of({ stored = { mpki = 40 } }, 5, 1.0, 0.01)
+  return near(a, 1.65) and sa == "store" and near(b, 1.125) and sb == "mpki" and c == nil and sc == nil
+     and near(d, 1.4) and sd == "store", ("%s %s %s %s %s"):format(a, sa, b, sb, tostring(c))
+end)
+check("nmass orders by the stored penalty: of two jobs homed on a 1-core node the one with the larger stored MPKI stays home, whatever the live MPKI", function()
+  local topo = topology(2, 2)
+  local jobs = {
+    { id = 1, home = 0, ran = true, mpki = 30, stored = { mpki = 2 } },   -- live np 1.5, stored 1.08
+    { id = 2, home = 0, ran = true, mpki = 10, stored = { mpki = 40 } },  -- live np 1.2, stored 1.65
+  }
+  local p = load_policy("nmass")
+  local with = node_string(topo, plan_ok(snapshot(topo, jobs), p.plan(snapshot(topo, jobs))), 2)
+  for _, j in ipairs(jobs) do j.stored = nil end
+  local p2 = load_policy("nmass")
+  local without = node_string(topo, plan_ok(snapshot(topo, jobs), p2.plan(snapshot(topo, jobs))), 2)
+  return with == "10" and without == "01", "with store " .. with .. ", without " .. without
+end)
 check("first epoch (MPKI not measured yet): maximum-local, no message; the first MPKI remaps", function()
   LOG = {}
   local topo = topology(8, 2)
