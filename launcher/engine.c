@@ -580,6 +580,8 @@ static void step_end(struct cs_engine *e, struct stepstate *ss, const int *was_l
         double cpu;
         if (!was_live[i])
             continue;
+        if (e->serve && j->state != CS_JOB_LIVE)
+            continue;   /* a step that left during the step: released, its counts with it */
         if (e->ctl->cpu_time(e, j, &ns) < 0)
             ns = j->cpu_mark;
         cpu = ns > j->cpu_mark ? (ns - j->cpu_mark) * 1e-9 : 0.0;
