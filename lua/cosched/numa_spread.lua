@@ -27,8 +27,12 @@ p:plan(snap) -> steps
     two or more NUMA nodes (none with a single node: nothing to choose).
 
 p.assign[id] = domain key; p.moved_at[id] = epoch of the job's last
-domain change; p.stats = { migrations, pages, log = { {id, pages, from, to,
-epoch}, ... } }; p.devil(id), p.intensity(id) - for tests and messages.
+domain change; p.stats = { migrations, pages, seconds, log = { {id, pages,
+seconds, from, to, epoch}, ... } }; p.devil(id), p.intensity(id) - for
+tests and messages.  seconds is an ESTIMATE (migrate_seconds): pages x 4096
+bytes / migrate_gbps (default 1 GB/s, a round figure, not measured).
+
+migrate_seconds(pages [, gbps]) -> estimated seconds to move the pages.
 ]==]
 
 local rotation = require "cosched.rotation"
@@ -76,6 +80,22 @@ function M.domains(snap)
   return doms, #snap.topology.numa
 end
 
+-- ------------------------------------------------------------------ migration time
+
+-- An ESTIMATE of the time a migration takes, not a measurement: the pages
+-- (job.memory.pages counts 4 KiB pages: resident bytes / 4096) times 4096
+-- bytes over migrate_gbps GB/s.  The default, 1 GB/s, is our round figure
+-- for the kernel's page migration (cpuset.memory_migrate and migrate_pages
+-- copy page by page in the kernel, unmapping and remapping each page, well
+-- below the memory's own bandwidth); it is not measured on this machine
+-- (BENCHMARKS.md has no such number) and is a parameter.
+M.MIGRATE_GBPS = 1.0
+M.PAGE_BYTES = 4096
+
+function M.migrate_seconds(pages, gbps)
+  return pages * M.PAGE_BYTES / ((gbps or M.MIGRATE_GBPS) * 1e9)
+end
+
 -- ------------------------------------------------------------------ planner
 
 local P = {}
@@ -90,9 +110,10 @@ function M.new(o)
     alpha = tonumber(o.alpha) or 0.5,
     dip = o.dip and true or false,
     max_load = tonumber(o.max_load) or 2,
+    migrate_gbps = tonumber(o.migrate_gbps) or M.MIGRATE_GBPS,
     log = o.log or function(level, msg) cosched.log(level, msg) end,
     assign = {}, moved_at = {}, x = {}, seen_q = {}, said = {},
-    stats = { migrations = 0, pages = 0, log = {} },
+    stats = { migrations = 0, pages = 0, seconds = 0, log = {} },
     cur = {},                               -- per-epoch info by id
   }, P)
   return p
@@ -281,16 +302,19 @@ function P:migrate(snap, e, d, from)
     end
   end
   if src == nil and from then src = from.os_index end
-  local rec = { id = e.id, pages = pages, from = src, to = d.os_index, epoch = snap.epoch }
+  local secs = pages and M.migrate_seconds(pages, self.migrate_gbps) or nil
+  local rec = { id = e.id, pages = pages, seconds = secs, from = src, to = d.os_index, epoch = snap.epoch }
   if from == nil and (pages == nil or pages == 0) then
     self.log("debug", ("job %d: memory confined to node %d"):format(e.id, d.os_index))
     return
   end
   self.stats.migrations = self.stats.migrations + 1
   self.stats.pages = self.stats.pages + (pages or 0)
+  self.stats.seconds = self.stats.seconds + (secs or 0)
   self.stats.log[#self.stats.log + 1] = rec
-  self.log("info", ("job %d: migrating %s pages node %s→%d"):format(e.id,
-    pages and tostring(pages) or "?", src and tostring(src) or "?", d.os_index))
+  self.log("info", ("job %d: migrating %s pages node %s→%d%s"):format(e.id,
+    pages and tostring(pages) or "?", src and tostring(src) or "?", d.os_index,
+    secs and (" (estimated %.3g s at %g GB/s)"):format(secs, self.migrate_gbps) or ""))
 end
 
 function P:plan(snap)
@@ -408,6 +432,7 @@ function M.check(params, keys)
   num("alpha", 0, true)
   if out.alpha > 1 then error(("alpha = '%s': expected a number in (0, 1]"):format(params.alpha), 0) end
   if keys and keys.max_load then num("max_load", 0, true) end
+  if params.migrate_gbps ~= nil then num("migrate_gbps", 0, true) end
   return out
 end
 

@@ -39,7 +39,7 @@ isolates, it does not boost).  One NUMA node: nothing to isolate; DIP runs
 as DI-NUMA on one node (space sharing, round robin) and says so once.
 
 Parameters (--policy-opt key=value): devil_mpki = 10, migrate_every = 10,
-min_gain = 0.5, alpha = 0.5 (as dinuma), and
+min_gain = 0.5, alpha = 0.5, migrate_gbps = 1 (as dinuma), and
   max_load = 2   devils stay out of priority domains while another domain's load stays <= this (threads per CPU, > 0)
 
 When not to use it: no job has priority > 0 (use dinuma: DIP is then the
@@ -61,6 +61,7 @@ return {
     migrate_every = { default = 10, help = "a job changes domain (its memory migrates) at most once per this many epochs" },
     min_gain = { default = 0.5, help = "rebalance only when the imbalance drops by more than this" },
     alpha = { default = 0.5, help = "EWMA weight of the newest MPKI sample, in (0, 1]" },
+    migrate_gbps = { default = 1, help = "page migration rate (GB/s) for the ESTIMATED migration time in the log" },
     max_load = { default = 2, help = "devils avoid priority jobs' domains while another domain's threads per CPU stay <= this" },
   },
 

@@ -13,6 +13,7 @@ local spread = require "cosched.numa_spread"
 
 local tap = require "tap"
 local check, results = tap.check, tap.results
+local function near(x, y) return type(x) == "number" and math.abs(x - y) < 1e-9 end
 
 -- ------------------------------------------------------------------ a fake NUMA node
 -- ncores cores (one PU each, cpus 0..ncores-1) over nnuma NUMA nodes (sizes differ
@@ -253,7 +254,8 @@ check("migration at placement: 80 % of memory on node 0, job placed on node 2 ->
   -- job 1 stays with its memory: only the 20 % on node 2 moves
   local found = 0
   for _, l in ipairs(LOG) do
-    if l == "info: job 2: migrating 800 pages node 0→2" or l == "info: job 1: migrating 200 pages node 2→0" then
+    if l == "info: job 2: migrating 800 pages node 0→2 (estimated 0.00328 s at 1 GB/s)"
+        or l == "info: job 1: migrating 200 pages node 2→0 (estimated 0.000819 s at 1 GB/s)" then
       found = found + 1
     end
   end
@@ -298,7 +300,8 @@ check("migration when the bound allows: two devils on node 0 after a phase chang
   for id, e in pairs(moves) do if e ~= 11 then return false, ("job %d moved at epoch %d"):format(id, e) end end
   local per = devils_per(p, node)
   if per.n0 ~= 1 or per.n2 ~= 1 then return false, "devils not spread" end
-  local want = ("info: job %d: migrating 4000 pages node %s→%s"):format(moved.id, moved.from:sub(2), moved.to:sub(2))
+  local want = ("info: job %d: migrating 4000 pages node %s→%s (estimated 0.0164 s at 1 GB/s)"):format(moved.id,
+    moved.from:sub(2), moved.to:sub(2))
   for _, l in ipairs(LOG) do if l == want then return true end end
   return false, "no log line '" .. want .. "' in: " .. table.concat(LOG, " | ")
 end)
@@ -314,7 +317,27 @@ check("migration cost: pages = pages x fraction off the target node; memory unkn
   -- job 3 goes to a node by intensity sum: node 2 (20 < 30); first placement, size unknown -> debug only
   local info = {}
   for _, l in ipairs(LOG) do if l:find("^info: job") then info[#info + 1] = l end end
-  return #info == 1 and info[1] == "info: job 2: migrating 501 pages node 0→2", table.concat(LOG, " | ")
+  return #info == 1 and info[1] == "info: job 2: migrating 501 pages node 0→2 (estimated 0.00205 s at 1 GB/s)",
+    table.concat(LOG, " | ")
+end)
+
+check("migration time is an estimate: pages x 4096 B / migrate_gbps; 2^18 pages (1 GiB) at 2 GB/s -> 0.537 s, summed in stats", function()
+  LOG = {}
+  local spread = require "cosched.numa_spread"
+  if not near(spread.migrate_seconds(262144, 2), 262144 * 4096 / 2e9) then return false, "migrate_seconds" end
+  local node = numa_node(8, 2)
+  local mem = { pages = 262144, nodes = { [0] = 1 }, home = 0 }
+  add(node, { class = "S", threads = 2, mpki = 30, memory = mem })
+  add(node, { class = "S", threads = 2, mpki = 20, memory = mem })
+  local p = planner { migrate_gbps = 2 }
+  epoch(node, p)
+  local rec = p.stats.log[1]
+  local line = false
+  for _, l in ipairs(LOG) do
+    if l == "info: job 2: migrating 262144 pages node 0→2 (estimated 0.537 s at 2 GB/s)" then line = true end
+  end
+  return rec and near(rec.seconds, 0.536870912) and near(p.stats.seconds, 0.536870912) and line,
+    ("%s | %s"):format(tostring(rec and rec.seconds), table.concat(LOG, " | "))
 end)
 
 -- ------------------------------------------------------------------ DIP
@@ -408,7 +431,7 @@ end
 for _, bad in ipairs {
   { "dinuma", { migrate_every = 0 } }, { "dinuma", { migrate_every = 2.5 } }, { "dinuma", { alpha = 0 } },
   { "dinuma", { alpha = 1.5 } }, { "dinuma", { devil_mpki = -1 } }, { "dinuma", { min_gain = "x" } },
-  { "dip", { max_load = 0 } },
+  { "dip", { max_load = 0 } }, { "dinuma", { migrate_gbps = 0 } }, { "dip", { migrate_gbps = "fast" } },
 } do
   local k, v = next(bad[2])
   check(("%s refuses %s = %s in init()"):format(bad[1], k, tostring(v)), function()
