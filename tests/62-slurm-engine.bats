@@ -1,0 +1,198 @@
+#!/usr/bin/env bats
+# 62-slurm-engine: the real node engine (`cosched serve`, started on demand by
+# the real SPANK plugin) co-scheduling steps of a real Slurm 22.05.  What is
+# asserted is what the kernel and Slurm report: Slurm's step freezer and
+# cpuset files, /proc, squeue/scontrol/sinfo - never only what cosched says.
+
+load helpers/common
+load helpers/slurm
+
+setup_file() {
+    slurm_start
+}
+
+teardown_file() {
+    slurm_stop
+}
+
+setup() {
+    slurm_require
+    cd "$BATS_TEST_TMPDIR"
+    chmod 755 "$BATS_TEST_TMPDIR"
+    slurm_plugstack start=ondemand quantum_ms=200 idle_exit=3
+    BG=
+}
+
+teardown() {
+    [ -z "${BG:-}" ] || { kill "$BG" 2>/dev/null; wait "$BG" 2>/dev/null || true; }
+    [ -z "${SLURM_CONF:-}" ] || { scancel -u root 2>/dev/null || true; slurm_wait_idle 30 || true; }
+    stop_engine
+}
+
+# The on-demand engine's pid (from a ping), empty when none answers.
+engine_pid() {
+    "$COSCHED" status --json --socket "$CS_SOCKET" 2>/dev/null |
+        python3 -c 'import json,sys; print(json.load(sys.stdin)["engine"]["pid"])' 2>/dev/null || true
+}
+
+stop_engine() {
+    local p
+    p=$(engine_pid)
+    [ -z "$p" ] || { kill "$p"; wait_for 10 "! kill -0 $p 2>/dev/null"; }
+}
+
+# freezer state of step S of job J
+fstate() {
+    cat "$CGROUP_ROOT/freezer/slurm_$SLURM_NODE/uid_0/job_$1/step_$2/freezer.state" 2>/dev/null || echo GONE
+}
+
+cpuset_of() {
+    cat "$CGROUP_ROOT/cpuset/slurm_$SLURM_NODE/uid_0/job_$1/step_$2/cpuset.cpus" 2>/dev/null || echo GONE
+}
+
+# start_pair POLICY SECONDS: an allocation of both cpus running two
+# overlapping steps (spin, 2 threads, SECONDS of CPU time each) under POLICY,
+# in the background; sets JOB and BG.
+start_pair() {
+    salloc -n1 -c2 --cosched="$1" bash -c "
+        srun --overlap -n1 -c2 '$PROGS/spin' -t 2 -c $2 -w 120 > step0.out 2> step0.err &
+        sleep 0.3
+        srun --overlap -n1 -c2 '$PROGS/spin' -t 2 -c $2 -w 120 > step1.out 2> step1.err &
+        wait" > salloc.out 2> salloc.err &
+    BG=$!
+    wait_for 20 '[ -n "$(squeue -h -o %i)" ]'
+    JOB=$(squeue -h -o %i | head -1)
+    wait_for 20 '[ "$(fstate $JOB 1)" != GONE ]'
+    wait_for 20 '"$COSCHED" status --socket "$CS_SOCKET" | grep -q "$JOB.1"'
+}
+
+@test "gang under Slurm: two steps share the node, exactly one runs at a time (Slurm's step freezers say so)" {
+    start_pair gang 3
+    local both=0 one=0 s0 s1
+    for i in $(seq 40); do
+        s0=$(fstate "$JOB" 0) s1=$(fstate "$JOB" 1)
+        [ "$s0" = GONE ] || [ "$s1" = GONE ] && break
+        if [ "$s0" = THAWED ] && [ "$s1" = THAWED ]; then both=$((both + 1)); fi
+        [ "$s0" = FROZEN ] || [ "$s1" = FROZEN ] && one=$((one + 1))
+        sleep 0.05
+    done
+    echo "samples with both thawed: $both, with one frozen: $one"
+    [ "$one" -ge 10 ]
+    # a switch may be caught half done now and then, never for long
+    [ "$both" -le 4 ]
+    "$COSCHED" status --socket "$CS_SOCKET" | tee st.txt
+    grep -q "^$JOB.0 .* gang " st.txt
+    grep -q "^$JOB.1 .* gang " st.txt
+    grep -Eq "frozen .*waiting for its turn: policy gang runs $JOB\.[01]" st.txt
+    wait "$BG"; BG=
+    cat salloc.err step0.err step1.err
+    ! grep -q 'cosched:' step0.err step1.err   # no notice: both were co-scheduled
+    slurm_node_ok
+    # nothing stays frozen or confined: the steps are gone with their cgroups
+    [ "$(fstate "$JOB" 0)" = GONE ]
+}
+
+@test "tft under Slurm: the two steps are folded onto disjoint halves of the allocation (step cpusets and /proc)" {
+    [ "$(nproc)" -ge 2 ] || skip "needs 2 cpus"
+    start_pair tft 3
+    wait_for 10 '[ "$(cpuset_of $JOB 0)" != "$(cpuset_of $JOB 1)" ] && [ "$(cpuset_of $JOB 0 | tr -d 0-9)" = "" ]'
+    local c0 c1 p0
+    c0=$(cpuset_of "$JOB" 0) c1=$(cpuset_of "$JOB" 1)
+    echo "step 0: $c0, step 1: $c1"
+    [ "$c0" != "$c1" ]
+    [ "$(fstate "$JOB" 0)" = THAWED ] && [ "$(fstate "$JOB" 1)" = THAWED ]
+    # the task itself is bound there (kernel's view)
+    p0=$(head -1 "$CGROUP_ROOT/cpuset/slurm_$SLURM_NODE/uid_0/job_$JOB/step_0/cgroup.procs")
+    grep Cpus_allowed_list "/proc/$p0/status"
+    [ "$(awk '/Cpus_allowed_list/ {print $2}' "/proc/$p0/status")" = "$c0" ]
+    wait "$BG"; BG=
+    slurm_node_ok
+}
+
+@test "scancel of a job whose step is frozen: Slurm kills it, the node stays up, no process is left" {
+    start_pair gang 30
+    wait_for 10 '[ "$(fstate $JOB 0)" = FROZEN ] || [ "$(fstate $JOB 1)" = FROZEN ]'
+    local pids
+    pids=$(cat "$CGROUP_ROOT"/freezer/slurm_"$SLURM_NODE"/uid_0/job_"$JOB"/step_*/cgroup.procs)
+    scancel "$JOB"
+    slurm_wait_gone "$JOB" 30
+    wait "$BG" || true; BG=
+    for p in $pids; do ! pid_alive "$p"; done
+    slurm_node_ok
+}
+
+@test "the engine killed with SIGKILL while a step is frozen: its guardian thaws it and the job completes" {
+    start_pair gang 2
+    wait_for 10 '[ "$(fstate $JOB 0)" = FROZEN ] || [ "$(fstate $JOB 1)" = FROZEN ]'
+    local p
+    p=$(engine_pid)
+    [ -n "$p" ]
+    kill -9 "$p"
+    wait_for 5 '[ "$(fstate $JOB 0)" != FROZEN ] && [ "$(fstate $JOB 1)" != FROZEN ]'
+    wait "$BG"; BG=
+    [ "$(slurm_job_state "$JOB")" = COMPLETED ] || [ "$(slurm_job_state "$JOB")" = GONE ]
+    slurm_node_ok
+}
+
+@test "SIGTERM to the engine gives every step back to Slurm: thawed, on its own cores, and they complete" {
+    start_pair tft 3
+    wait_for 10 '[ "$(cpuset_of $JOB 0)" != "$(cpuset_of $JOB 1)" ]'
+    local p
+    p=$(engine_pid)
+    kill "$p"
+    wait_for 10 "! kill -0 $p 2>/dev/null"
+    [ "$(fstate "$JOB" 0)" = THAWED ] && [ "$(fstate "$JOB" 1)" = THAWED ]
+    [ "$(cpuset_of "$JOB" 0)" = "$(cpuset_of "$JOB" 1)" ]
+    wait "$BG"; BG=
+    slurm_node_ok
+}
+
+@test "scontrol suspend of a co-scheduled job is neither undone nor disturbed; resume lets it finish" {
+    start_pair gang 2
+    scontrol suspend "$JOB"
+    slurm_wait_job "$JOB" SUSPENDED 10
+    local pids p s t0 t1
+    pids=$(cat "$CGROUP_ROOT"/freezer/slurm_"$SLURM_NODE"/uid_0/job_"$JOB"/step_*/cgroup.procs)
+    sleep 0.3
+    cputicks() { local p; for p in $pids; do cat "/proc/$p/stat"; done | awk '{ s += $14 + $15 } END { print s }'; }
+    t0=$(cputicks)
+    sleep 1.5   # several quanta: the engine switches meanwhile, and must not let the job run
+    t1=$(cputicks)
+    for p in $pids; do
+        s=$(awk '{print $3}' "/proc/$p/stat")
+        # stopped by Slurm's SIGSTOP (T), or also held by the step freezer (D)
+        echo "pid $p state $s"
+        [ "$s" = T ] || [ "$s" = D ]
+    done
+    echo "CPU ticks of the suspended job: $t0 -> $t1"
+    [ "$t1" -le "$((t0 + 2))" ]
+    "$COSCHED" status --socket "$CS_SOCKET" | tee st.txt
+    grep -q "stopped by Slurm" st.txt
+    scontrol resume "$JOB"
+    wait "$BG"; BG=
+    slurm_node_ok
+}
+
+@test "a user sees only their own steps in cosched status; root sees all" {
+    start_pair gang 3
+    run runuser -u nobody -- "$COSCHED" status --socket "$CS_SOCKET"
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"no co-scheduled step of yours"* ]]
+    run "$COSCHED" status --socket "$CS_SOCKET" --json
+    echo "$output" | python3 -c 'import json,sys; d=json.load(sys.stdin); assert len(d["steps"]) == 2, d; assert all(s["user"] == "root" for s in d["steps"])'
+    wait "$BG"; BG=
+}
+
+@test "the on-demand engine exits by itself once no step is left (idle_exit), and the next step starts a new one" {
+    start_pair gang 1
+    local p
+    p=$(engine_pid)
+    [ -n "$p" ]
+    wait "$BG"; BG=
+    wait_for 15 "! kill -0 $p 2>/dev/null"
+    run srun -n1 --cosched=gang "$PROGS/spin" -c 0.2
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [[ "$output" != *"cosched:"* ]]
+}
