@@ -29,6 +29,18 @@ split(snap, k [, by [, within]])
     With fewer than k CPUs the result has fewer (one-CPU) groups; with no
     CPUs, no groups.
 
+hsplit(snap, k [, within])
+    Hierarchical split for placing k units (paper 001 Sec. 6, "richer
+    memory hierarchies": F-LCA "in an hierarchical mode, with separate F-LCA
+    modules" per NUMA/cache island).  The NUMA nodes of within, in NUMA
+    order: k <= nodes: k contiguous groups of whole nodes; k > nodes: the k
+    groups are dealt to the nodes in proportion to their CPUs (largest
+    remainder, at least one each) and each node is split by split(..,
+    "llc", node): so no group spans two NUMA nodes, and the groups come in
+    NUMA order, LLC domains inside.  One NUMA node: split(snap, k, "llc").
+
+numa_nodes(snap, within) -> { { numa = index|false, cpus }, ... } in NUMA order.
+
 copy(list), set(list), count(list, set), overlap(a, b), union(a, b), minus(a, b),
 format(list)
     See each function below.
@@ -202,6 +214,70 @@ end
 
 local order = { llc = 1, numa = 2, core = 3, pu = 4 }
 local levels = { "llc", "numa", "core", "pu" }
+
+--- NUMA nodes of a cpu list, in NUMA order (core.numa ascending; cores
+--- without one last): { { numa = index or false, cpus = {...} }, ... }.
+function M.numa_nodes(snap, within)
+  local keep, byid, nodes = M.set(within), {}, {}
+  for _, core in ipairs(snap.topology.cores) do
+    local id = core.numa or false
+    for _, c in ipairs(core.pus) do
+      if keep[c] then
+        local n = byid[id]
+        if not n then
+          n = { numa = id, cpus = {} }
+          byid[id] = n
+          nodes[#nodes + 1] = n
+        end
+        n.cpus[#n.cpus + 1] = c
+        keep[c] = nil
+      end
+    end
+  end
+  table.sort(nodes, function(a, b)
+    if a.numa == false or b.numa == false then return b.numa == false and a.numa ~= false end
+    return a.numa < b.numa
+  end)
+  for _, n in ipairs(nodes) do table.sort(n.cpus) end
+  return nodes
+end
+
+--- See the header (hsplit).
+function M.hsplit(snap, k, within)
+  within = M.copy(within or snap.cpus)
+  local nodes = M.numa_nodes(snap, within)
+  if #nodes <= 1 or #within < k then return M.split(snap, k, "llc", within) end
+  if k <= #nodes then
+    -- whole nodes per group, contiguous in NUMA order
+    local units = {}
+    for i, n in ipairs(nodes) do units[i] = n.cpus end
+    return cut(units, k), "numa"
+  end
+  -- k groups dealt to the nodes in proportion to their cpus (largest
+  -- remainder, at least one each, at most one per cpu), split inside each
+  local total, alloc, rem, sum = #within, {}, {}, 0
+  for i, n in ipairs(nodes) do
+    local share = k * #n.cpus / total
+    alloc[i] = math.max(1, math.min(#n.cpus, floor(share)))
+    rem[i] = share - floor(share)
+    sum = sum + alloc[i]
+  end
+  while sum ~= k do
+    local best
+    for i, n in ipairs(nodes) do
+      if sum < k and alloc[i] < #n.cpus and (not best or rem[i] > rem[best]) then best = i end
+      if sum > k and alloc[i] > 1 and (not best or rem[i] < rem[best]) then best = i end
+    end
+    if not best then break end
+    local d = sum < k and 1 or -1
+    alloc[best], sum, rem[best] = alloc[best] + d, sum + d, rem[best] - d
+  end
+  local groups = {}
+  for i, n in ipairs(nodes) do
+    for _, g in ipairs((M.split(snap, alloc[i], "llc", n.cpus))) do groups[#groups + 1] = g end
+  end
+  return groups, "numa"
+end
 
 --- See the header.
 function M.split(snap, k, by, within)

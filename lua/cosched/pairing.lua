@@ -32,20 +32,27 @@ topbottom(list, key) -> units
 PLACEMENT
 
 domains(snap, budget) -> D
-    Number of last-level-cache domains that have CPUs in budget (>= 1 when
-    budget is not empty).
+    Number of cache/memory islands that have CPUs in budget: distinct (LLC
+    domain, NUMA node) pairs, i.e. LLC domains, each cut further where it
+    spans several NUMA nodes (an LLC shared by two sub-NUMA clusters: two
+    memory links).  >= 1 when budget is not empty.  Paper 001 Sec. 6: "F-LCA
+    needs to operate in an hierarchical mode, with separate F-LCA modules
+    closely collaborating ... both space and time sharing NUMA/cache
+    islands": one unit per island per step.
 
 groups(snap, g, budget) -> list of g CPU lists
-    g = 1: the budget itself; g >= 2: cosched.cpus.split(snap, g, "llc",
-    budget): whole LLC domains per group when there are at least g of them.
-    Cached per (budget, g).
+    g = 1: the budget itself; g >= 2: cosched.cpus.hsplit(snap, g, budget):
+    the NUMA nodes in NUMA order, each cut into its share of the g groups at
+    LLC boundaries (else between cores), so that no group spans two NUMA
+    nodes when g >= nodes; g < nodes: whole nodes per group.  Cached per
+    (budget, g).
 
 rounds(units, D, gang) -> { { units = {...}, gang = bool }, ... }
     Cuts an ordered list of units into steps: a unit whose first job is in
     the set gang (gang_only jobs, paper 001 Sec. 6) is a round of its own;
     the others go D per round, in order (one per LLC group).
 
-place(snap, units, budget, fold, split) -> jobs, shared
+place(snap, units, budget, fold, split [, fill]) -> jobs, shared
     One step's job entries for units of job ids (each { id } or { id, id }):
     unit i gets group i of groups(snap, #units, budget); a single job gets its
     whole group; a pair, folded (fold = true), gets the two halves of the
@@ -56,6 +63,22 @@ place(snap, units, budget, fold, split) -> jobs, shared
     A group of one CPU cannot be folded: that pair shares it (shared = true).
     Units beyond the number of groups the budget allows are not placed
     (returned as the third value, a count of placed units).
+    fill = { ctx = src:begin's ctx, order = function -> ready jobs in the
+    policy's order of preference } (nil: the old behaviour, nothing
+    trimmed): arbitrary thread counts (Sec. 6).  A job with fewer threads
+    than the cores of its part gets that many whole cores (the first ones
+    in topology order); an unfolded pair gets the larger of the two counts,
+    both on the same cores.  The cores left in a group are its hole, filled
+    by fill_holes.
+fill_holes(snap, jobs, holes, fill)
+    Sec. 6: "reuse N applications to fill empty cores" and "building groups
+    of residual threads with non-conflicting behaviors".  Each hole, in
+    group order, takes from fill.order() first the class N jobs not in the
+    step, then jobs of a class that does not conflict with the group's jobs
+    under LCA's rule (never S beside C in one LLC group); never gang-only
+    jobs (they run alone); each filler gets min(threads, cores left) whole
+    cores of the hole, which no other job of the step has.  fill.order() is
+    called only when a hole exists: full-width jobs cost nothing.
 
 CHARACTERIZATION GLUE
 
@@ -195,7 +218,7 @@ function M.domains(snap, budget)
     for _, core in ipairs(snap.topology.cores) do
       for _, pu in ipairs(core.pus) do
         if set[pu] then
-          local l = core.llc or 0
+          local l = (core.llc or 0) .. "/" .. (core.numa or 0)
           if not seen[l] then
             seen[l] = true
             n = n + 1
@@ -213,9 +236,47 @@ function M.groups(snap, g, budget)
   local key = "g|" .. g .. "|" .. table.concat(budget, ",")
   return cached(snap, key, function()
     if g <= 1 then return { cpus.copy(budget) } end
-    return (cpus.split(snap, g, "llc", budget))
+    return (cpus.hsplit(snap, g, budget))
   end)
 end
+
+-- The cores of a cpu list in topology order, each the list of its PUs in
+-- the list: { {pu, ...}, ... }.  Cached per list (identity, then content).
+local function cores_of(snap, list)
+  local key = "c|" .. table.concat(list, ",")
+  return cached(snap, key, function()
+    local set, out = cpus.set(list), {}
+    for _, core in ipairs(snap.topology.cores) do
+      local mine
+      for _, pu in ipairs(core.pus) do
+        if set[pu] then
+          mine = mine or {}
+          mine[#mine + 1] = pu
+          set[pu] = nil
+        end
+      end
+      if mine then out[#out + 1] = mine end
+    end
+    for _, pu in ipairs(list) do            -- PUs of no listed core: one each
+      if set[pu] then out[#out + 1] = { pu } end
+    end
+    return out
+  end)
+end
+M.cores_of = cores_of
+
+-- flatten cores[from..to] into a sorted cpu list
+local function flat(cores, from, to)
+  local out = {}
+  for i = from, to do
+    for _, pu in ipairs(cores[i]) do out[#out + 1] = pu end
+  end
+  table.sort(out)
+  return out
+end
+
+-- LCA's rule for filling residual cores: never S beside C in one LLC group
+local CONFLICT = { S = "C", C = "S" }
 
 local function halves(snap, group, split)
   local key = "h|" .. split .. "|" .. table.concat(group, ",")
@@ -241,30 +302,119 @@ function M.rounds(units, D, gang)
   return out
 end
 
-function M.place(snap, units, budget, fold, split)
+function M.place(snap, units, budget, fold, split, fill)
   local jobs, shared = {}, false
   if #units == 0 or #budget == 0 then return jobs, false, 0 end
   local groups = M.groups(snap, math.min(#units, #budget), budget)
   local placed = 0
+  local byid = fill and fill.ctx.byid
+  local holes                                 -- group index -> { cores, from, classes }
+  -- a job on cpu list c: trimmed to its thread count in whole cores when it
+  -- has fewer threads than c has cores; the cores left are the group's hole
+  local function put(id, c, gi, same_as)
+    local job = byid and byid[id]
+    local t = job and job.threads
+    if not t or t >= #c then
+      jobs[#jobs + 1] = { id = id, cpus = c }
+      return
+    end
+    local cores = cores_of(snap, c)
+    if t >= #cores then
+      jobs[#jobs + 1] = { id = id, cpus = c }
+      return
+    end
+    holes = holes or {}
+    local h = holes[gi]
+    if not h then
+      h = { cores = {}, classes = {}, members = units[gi] }
+      holes[gi] = h
+    end
+    jobs[#jobs + 1] = { id = id, cpus = same_as or flat(cores, 1, t) }
+    if not same_as then
+      for i = t + 1, #cores do h.cores[#h.cores + 1] = cores[i] end
+    end
+    return jobs[#jobs].cpus
+  end
   for i, u in ipairs(units) do
     local g = groups[i]
     if not g then break end
     placed = i
     if #u == 1 then
-      jobs[#jobs + 1] = { id = u[1], cpus = g }
+      put(u[1], g, i)
     else
       local h = fold and #g >= 2 and halves(snap, g, split or "auto") or nil
       if h and #h == 2 then
-        jobs[#jobs + 1] = { id = u[1], cpus = h[1] }
-        jobs[#jobs + 1] = { id = u[2], cpus = h[2] }
+        put(u[1], h[1], i)
+        put(u[2], h[2], i)
       else
-        jobs[#jobs + 1] = { id = u[1], cpus = g }
-        jobs[#jobs + 1] = { id = u[2], cpus = g }
+        -- unfolded: both on the same cpus (the kernel time-shares them);
+        -- trimmed to the larger thread count, one hole for the pair
+        local ta = byid and byid[u[1]] and byid[u[1]].threads or math.huge
+        local tb = byid and byid[u[2]] and byid[u[2]].threads or math.huge
+        local first, second = u[1], u[2]
+        if tb > ta then first, second = u[2], u[1] end
+        local c = put(first, g, i)
+        jobs[#jobs + 1] = { id = second, cpus = c or g }
         shared = true
       end
     end
   end
+  if holes and fill then M.fill_holes(snap, jobs, holes, fill) end
   return jobs, shared, placed
+end
+
+--[[ Residual cores (paper 001 Sec. 6, "Arbitrary number of threads per
+application": "reuse N applications to fill empty cores", "building groups of
+residual threads with non-conflicting behaviors").  holes[gi] = the cores of
+LLC group gi that its jobs' threads leave empty.  Candidates: fill.order()
+-> ready snapshot jobs in the policy's order of preference (called only
+when there is a hole); jobs already in the step and gang-only jobs are
+skipped.  Each hole takes first class N candidates, then candidates whose
+class does not conflict with the group's (LCA's rule: never S beside C);
+each filler gets min(threads, cores left) whole cores from the front of the
+hole.  Fillers never share a core with anyone. ]]
+function M.fill_holes(snap, jobs, holes, fill)
+  local ctx = fill.ctx
+  local busy = {}
+  for _, e in ipairs(jobs) do busy[e.id] = true end
+  local order
+  local gis = {}
+  for gi in pairs(holes) do gis[#gis + 1] = gi end
+  table.sort(gis)
+  for _, gi in ipairs(gis) do
+    local h = holes[gi]
+    if #h.cores > 0 then
+      order = order or fill.order()
+      for _, id in ipairs(h.members) do
+        local inf = ctx.info[id]
+        if inf then h.classes[inf.class] = true end
+      end
+      for pass = 1, 2 do
+        for _, job in ipairs(order) do
+          if #h.cores == 0 then break end
+          local id = job.id
+          local inf = ctx.info[id]
+          if not busy[id] and inf and not inf.gang_only then
+            local cls = inf.class
+            local ok
+            if pass == 1 then ok = cls == "N"
+            else ok = cls ~= "N" and not (h.classes[CONFLICT[cls]]) end
+            if ok then
+              local t = math.max(1, math.min(job.threads or #h.cores, #h.cores))
+              local take = {}
+              for k = 1, t do take[k] = h.cores[k] end
+              local rest = {}
+              for k = t + 1, #h.cores do rest[#rest + 1] = h.cores[k] end
+              h.cores = rest
+              jobs[#jobs + 1] = { id = id, cpus = flat(take, 1, #take) }
+              busy[id] = true
+              h.classes[cls] = true
+            end
+          end
+        end
+      end
+    end
+  end
 end
 
 -- ------------------------------------------------------------------ characterization glue
@@ -289,7 +439,7 @@ function Src:init(chparams)
 end
 
 function Src:begin(snap)
-  local ctx = { budget = snap.cpus, ready = {}, info = {}, pending = false }
+  local ctx = { budget = snap.cpus, ready = {}, info = {}, byid = {}, pending = false }
   local c = self.c
   if c then
     c:update(snap)
@@ -299,7 +449,7 @@ function Src:begin(snap)
     if #part.jobs > 0 then ctx.budget = part.left end
   end
   -- c:info_raw() is the record itself (read-only here): no copies per job
-  local ready, info, nready = ctx.ready, ctx.info, 0
+  local ready, info, byid, nready = ctx.ready, ctx.info, ctx.byid, 0
   local norm = M.norm_class
   for _, job in ipairs(snap.jobs) do
     local id = job.id
@@ -325,6 +475,7 @@ function Src:begin(snap)
       nready = nready + 1
       ready[nready] = job
       info[id] = e
+      byid[id] = job
     end
   end
   return ctx
@@ -438,13 +589,16 @@ function M.static(opts)
     end
     local units, uof, uid = st.units, st.uof, st.uid
     local nu = #units
-    -- each unit's figures: the least of its members' (they run together)
+    -- each unit's figures: the longest wait and the fewest quanta of its
+    -- members (they run together, except when one also fills residual
+    -- cores elsewhere: the unit is then owed what its least served member
+    -- is owed, so that filling never starves a partner)
     local uw, uq = {}, {}
-    for k = 1, nu do uw[k], uq[k] = HUGE, HUGE end
+    for k = 1, nu do uw[k], uq[k] = -HUGE, HUGE end
     for i = 1, nready do
       local job, k = ready[i], uof[i]
       local w, q = job.waited, job.quanta_run
-      if w < uw[k] then uw[k] = w end
+      if w > uw[k] then uw[k] = w end
       if q < uq[k] then uq[k] = q end
     end
     local steps = {}
@@ -480,7 +634,9 @@ function M.static(opts)
           for j = 1, nb do pick[#pick + 1] = units[best[j]] end
         end
       end
-      local jobs, shared = M.place(snap, pick, ctx.budget, opts.fold, opts.split)
+      local fill = not info[pick[1][1]].gang_only and {
+        ctx = ctx, order = function() return rotation.order(snap, ready) end } or nil
+      local jobs, shared = M.place(snap, pick, ctx.budget, opts.fold, opts.split, fill)
       steps[1] = { duration = snap.quantum, jobs = jobs, shared = shared or nil }
     end
     return src:finish(ctx, snap, steps)

@@ -36,9 +36,10 @@ Plan, every epoch:
              clamped to [0, 1]; unknown: 0.
      Without counters CP = FP = 0 and the age is WT / (n TQ): the K jobs
      that waited longest run - fair round robin.
-  3. Selection: with D the LLC domains of the budget, the K * D oldest ready
-     jobs (K per LLC domain: one F-LCA module per cache island under one
-     global ageing; D = 1 on the paper's flat node), sorted by age, then
+  3. Selection: with D the islands of the budget (LLC domains, split by NUMA
+     node: cosched.pairing.domains), the K * D oldest ready jobs (K per
+     island: one F-LCA module per cache/memory island under one global
+     ageing; D = 1 on the paper's flat node), sorted by age, then
      WT, then id (cosched.ageing.select).  K = parameter k, default auto
      (4 when more than four jobs are live, else 2; the paper leaves exactly
      four open, we take 2 so that the ageing chooses).
@@ -49,8 +50,8 @@ Plan, every epoch:
   5. Steps (how the units share the epoch): the units are cut into rounds
      (cosched.pairing.rounds): a gang-only unit is a round alone, on all the
      budget CPUs, one quantum; the other units go D per round, unit i on
-     group i of cosched.cpus.split(snap, G, "llc") (each pair in its own LLC
-     domain(s)); a pair is folded on the two halves of its group
+     group i of cosched.pairing.groups (each pair in its own island: LLC
+     domain within one NUMA node); a pair is folded on the two halves of its group
      (cosched.cpus.split(snap, 2, split, group)); a lone job gets its whole
      group.  A round with a pair lasts pair_quanta quanta (default 2), a
      round without one quantum.  Rounds are ordered by their oldest member
@@ -78,15 +79,51 @@ test_policies.lua checks this bound on random seeded workloads.  Jobs in
 characterization are not ready; each characterization takes a bounded
 number of quanta, so the bound holds once arrivals stop.
 
-Multi-LLC nodes: done: pairs placed per LLC domain, K per domain under one
-global ageing.  Not done: F-LCA modules per NUMA node with their own memory
-links (mems are left alone), filling residual cores with N jobs beyond
-part.shared, groups of residual threads for jobs with fewer threads than
-their half (Sec. 6, arbitrary thread counts: a job gets its half whatever
-its thread count).
+One global ageing, D islands: the K x D oldest jobs are selected once
+(one ageing for the node: the F-LCA modules "closely collaborating") and
+paired by one LCA pass; the rounds deal the units to the islands in NUMA
+order, one per island per step.  Residual cores (below) are filled in the
+same age order, so fillers are the oldest jobs not selected; a filler's WT
+resets when it runs, which only ever helps it, so the starvation bound
+above holds (the oldest ready job is still selected every epoch).
+
+Cost (issue #4 asks for F-LCA's "O(log n)"): our decision is O(n log n) in
+the ready jobs: every epoch walks all of them (ages, characterization) and
+sorts them by age; K, D and the pairing add O(K D).  A heap of ages would
+not make it O(log n): every waiting job's WT, hence its age, changes every
+epoch.  BENCHMARKS.md section 5 has the measured times.
+Hierarchy and thread counts (paper 001 Sec. 6; cosched.pairing, cosched.cpus.hsplit):
+  - Islands: "wide CMP systems ... are based on deeper and more complex
+    memory hierarchies with several CPUs, memory links, NUMA organization
+    and different cache sharings. In this case, F-LCA needs to operate in
+    an hierarchical mode, with separate F-LCA modules closely
+    collaborating."  D (cosched.pairing.domains) counts the budget's
+    islands: LLC domains, cut further where one spans several NUMA nodes
+    (each node has its own memory link).  Up to D units run per step.
+  - Placement: the D groups of a step come from cosched.cpus.hsplit: the
+    NUMA nodes in NUMA order, each given its share of the groups and cut
+    at LLC boundaries (else between cores).  So a pair never spans two
+    NUMA nodes when there are at least as many units as nodes (both jobs
+    use one memory link), and the first (most owed) units go to the first
+    nodes.  Memory (mems) is left alone: pairs change every epoch and
+    moving pages that often would cost more than it saves (dinuma/dip move
+    memory).
+  - Arbitrary thread counts: "we need to address the case of arbitrary
+    numbers of application threads ... keep the complexity of the
+    scheduling algorithm low ... reuse N applications to fill empty cores"
+    and "building groups of residual threads with non-conflicting behaviors
+    to form a scheduling entity".  A job with fewer threads than the cores
+    of its part gets exactly that many whole cores (an unfolded pair: the
+    larger count, both on the same cores); the cores left in the group are
+    filled from the other ready jobs in the policy's order, class N first,
+    then jobs whose class does not conflict with the group's (never S beside
+    C: LCA's rule), each taking min(threads, cores left) cores that no one
+    else in the step has.  Gang-only jobs never fill and are never joined.
+    A job with more threads than its cores keeps its cores (its threads
+    time-share them).  Full-width jobs (threads >= cores) cost nothing here.
 
 Parameters (--policy-opt key=value):
-  k = auto           jobs per epoch per LLC domain: auto (4 if > 4 jobs, else 2) or an even integer >= 2
+  k = auto           jobs per epoch per island (LLC domain / NUMA node): auto (4 if > 4 jobs, else 2) or an even integer >= 2
   w1 = 1, w2 = 1, w3 = 2   age weights (w1 > 0, w2, w3 >= 0)
   pair_quanta = 2    quanta per round holding a pair (integer >= 1)
   split = auto       where halves are cut: auto, llc, numa, core, pu
@@ -118,7 +155,7 @@ return {
   name = "flca",
   description = "F-LCA: each epoch the K oldest jobs (waiting, contention, folding), LCA-paired and folded (paper 001 Sec. 4.4)",
   params = {
-    k = { default = "auto", help = "jobs per epoch per LLC domain: auto (4 if more than 4 jobs, else 2) or an even integer >= 2" },
+    k = { default = "auto", help = "jobs per epoch per island (LLC domain, split by NUMA node): auto (4 if more than 4 jobs, else 2) or an even integer >= 2" },
     w1 = { default = 1, help = "age weight of waiting time WT/(n TQ), > 0" },
     w2 = { default = 1, help = "age weight of the contention penalty CP, >= 0" },
     w3 = { default = 2, help = "age weight of the folding penalty FP, >= 0" },
@@ -166,7 +203,15 @@ return {
     if #entries > 0 and #ctx.budget > 0 then
       local D = pairing.domains(snap, ctx.budget)
       local K = (k_param or ageing.k_default(n)) * D
-      local sel = ageing.select(entries, K)
+      local all = ageing.select(entries, #entries)
+      local sel = {}
+      for i = 1, math.min(K, #all) do sel[i] = all[i] end
+      -- residual cores: the ready jobs in age order (pairing.fill_holes)
+      local fill = { ctx = ctx, order = function()
+        local l = {}
+        for i, e in ipairs(all) do l[i] = ctx.byid[e.id] end
+        return l
+      end }
       local rank, gang, units, foldable = {}, {}, {}, {}
       for r, e in ipairs(sel) do
         rank[e.id] = r
@@ -195,7 +240,7 @@ return {
         local haspair = false
         for _, u in ipairs(r.units) do if #u == 2 then haspair = true end end
         local dur = (haspair and not ctx.pending) and math.min(pair_quanta * tq, 3600) or tq
-        local jobs, shared = pairing.place(snap, r.units, ctx.budget, true, split)
+        local jobs, shared = pairing.place(snap, r.units, ctx.budget, true, split, not r.gang and fill or nil)
         steps[#steps + 1] = { duration = dur, jobs = jobs, shared = shared or nil }
       end
     end

@@ -28,8 +28,8 @@ Plan: every epoch, one step of one quantum.
   - Selection: ready jobs sorted by age (then WT, then id).  If the oldest is
     gang-only (Sec. 6, lock contention) it runs alone on all the CPUs;
     otherwise the k oldest non-gang jobs run: pairs (1st, 2nd), (3rd, 4th),
-    ..., pair i on group i of cosched.cpus.split(snap, G, "llc") (G = pairs,
-    at most one per LLC domain when k = auto), folded on the group's halves
+    ..., pair i on group i of cosched.pairing.groups (G = pairs,
+    at most one per island when k = auto), folded on the group's halves
     (cosched.cpus.split(snap, 2, split, group)); an odd one out gets its
     whole group.  One ready job: all the CPUs.
   - Characterization (cosched.characterize, Sec. 4.4 protocol): as in flca;
@@ -39,8 +39,38 @@ Plan: every epoch, one step of one quantum.
   Starvation-free: the oldest ready job runs every quantum, and CP <= 1
   while WT grows without bound (see flca's proof with w3 = 0).
 
+Hierarchy and thread counts (paper 001 Sec. 6; cosched.pairing, cosched.cpus.hsplit):
+  - Islands: "wide CMP systems ... are based on deeper and more complex
+    memory hierarchies with several CPUs, memory links, NUMA organization
+    and different cache sharings. In this case, F-LCA needs to operate in
+    an hierarchical mode, with separate F-LCA modules closely
+    collaborating."  D (cosched.pairing.domains) counts the budget's
+    islands: LLC domains, cut further where one spans several NUMA nodes
+    (each node has its own memory link).  Up to D units run per step.
+  - Placement: the D groups of a step come from cosched.cpus.hsplit: the
+    NUMA nodes in NUMA order, each given its share of the groups and cut
+    at LLC boundaries (else between cores).  So a pair never spans two
+    NUMA nodes when there are at least as many units as nodes (both jobs
+    use one memory link), and the first (most owed) units go to the first
+    nodes.  Memory (mems) is left alone: pairs change every epoch and
+    moving pages that often would cost more than it saves (dinuma/dip move
+    memory).
+  - Arbitrary thread counts: "we need to address the case of arbitrary
+    numbers of application threads ... keep the complexity of the
+    scheduling algorithm low ... reuse N applications to fill empty cores"
+    and "building groups of residual threads with non-conflicting behaviors
+    to form a scheduling entity".  A job with fewer threads than the cores
+    of its part gets exactly that many whole cores (an unfolded pair: the
+    larger count, both on the same cores); the cores left in the group are
+    filled from the other ready jobs in the policy's order, class N first,
+    then jobs whose class does not conflict with the group's (never S beside
+    C: LCA's rule), each taking min(threads, cores left) cores that no one
+    else in the step has.  Gang-only jobs never fill and are never joined.
+    A job with more threads than its cores keeps its cores (its threads
+    time-share them).  Full-width jobs (threads >= cores) cost nothing here.
+
 Parameters (--policy-opt key=value):
-  k = auto              jobs run per quantum: auto = 2 per LLC domain; an integer >= 1
+  k = auto              jobs run per quantum: auto = 2 per island (LLC domain, split by NUMA node); an integer >= 1
   split = auto          where halves are cut: auto, llc, numa, core, pu
   characterize = yes    yes: cosched.characterize measures IPC_standalone; no: hints only
   standalone_quanta, folded_quanta: passed to cosched.characterize
@@ -61,7 +91,7 @@ return {
   name = "fop",
   description = "FOP: each quantum the oldest jobs (waiting + contention penalty) run, folded in pairs (paper 001 Sec. 4.3)",
   params = {
-    k = { default = "auto", help = "jobs per quantum: auto (2 per LLC domain) or an integer >= 1" },
+    k = { default = "auto", help = "jobs per quantum: auto (2 per island: LLC domain, split by NUMA node) or an integer >= 1" },
     split = { default = "auto", help = "where folded halves are cut: auto, llc, numa, core or pu" },
     characterize = { default = "yes", help = "yes: measure IPC_standalone with cosched.characterize; no: hints only" },
     standalone_quanta = { default = 2, help = "characterization: quanta measured alone" },
@@ -116,7 +146,12 @@ return {
           end
         end
       end
-      local jobs, shared = pairing.place(snap, units, ctx.budget, true, split)
+      local fill = not order[1].gang and { ctx = ctx, order = function()
+        local l = {}
+        for i, e in ipairs(order) do l[i] = ctx.byid[e.id] end
+        return l
+      end } or nil
+      local jobs, shared = pairing.place(snap, units, ctx.budget, true, split, fill)
       steps[1] = { duration = tq, jobs = jobs, shared = shared or nil }
     end
     return src:finish(ctx, snap, steps)

@@ -9,7 +9,8 @@
 --
 -- Topology: `cores` cores of one hardware thread each (cpus 0..cores-1), cut in
 -- `llcs` contiguous LLC domains of equal size (one NUMA node and package per
--- LLC).  No counters: every `last` has counted = false, as with --counters
+-- LLC, unless `numa = N` cuts N contiguous NUMA nodes independently;
+-- `numa_reverse = true` numbers them from the last cores).  No counters: every `last` has counted = false, as with --counters
 -- none; with counters = true, last.metrics gets ipc (per-cpu, from job.ipc and
 -- the cpus the job used) so that cosched.characterize.job_ipc works.
 
@@ -38,18 +39,25 @@ local function ro(t, cache)
 end
 M.ro = ro
 
-function M.topology(ncores, nllc)
+-- nnuma (default: one per LLC): NUMA nodes, contiguous blocks of cores
+-- independent of the LLCs; numa_reverse: node indexes in reverse core order
+-- (node 1 holds the last cores).
+function M.topology(ncores, nllc, nnuma, numa_reverse)
   nllc = math.max(1, math.min(nllc, ncores))
   local per = ncores // nllc
+  local nn = nnuma and math.max(1, math.min(nnuma, ncores)) or nil
+  local pern = nn and ncores // nn
   local t = { cpus = {}, cores = {}, llcs = {}, numa = {} }
   for c = 0, ncores - 1 do
     local l = math.min(c // per + 1, nllc)
+    local m = nn and math.min(c // pern + 1, nn) or l
+    if numa_reverse then m = (nn or nllc) + 1 - m end
     t.cpus[#t.cpus + 1] = c
-    t.cores[#t.cores + 1] = { index = c + 1, pus = { c }, llc = l, numa = l, package = l }
+    t.cores[#t.cores + 1] = { index = c + 1, pus = { c }, llc = l, numa = m, package = m }
     t.llcs[l] = t.llcs[l] or { index = l, cpus = {}, size = 32 * 2 ^ 20, level = 3 }
     table.insert(t.llcs[l].cpus, c)
-    t.numa[l] = t.numa[l] or { index = l, os_index = l - 1, cpus = {}, size = 2 ^ 34 }
-    table.insert(t.numa[l].cpus, c)
+    t.numa[m] = t.numa[m] or { index = m, os_index = m - 1, cpus = {}, size = 2 ^ 34 }
+    table.insert(t.numa[m].cpus, c)
   end
   return t
 end
@@ -59,7 +67,7 @@ Node.__index = Node
 
 function M.node(o)
   o = o or {}
-  local topo = M.topology(o.cores or 8, o.llcs or 1)
+  local topo = M.topology(o.cores or 8, o.llcs or 1, o.numa, o.numa_reverse)
   return setmetatable({ topo = topo, jobs = {}, epoch = 0, now = 0, quantum = o.quantum or 0.1,
                         counters = o.counters or false, nextid = 1, runs = {} }, Node)
 end

@@ -372,4 +372,248 @@ check("jobs arriving and leaving: plans stay valid (all policies, 8 cores, 2 LLC
   return true
 end)
 
+-- ------------------------------------------------------------------ hierarchy: NUMA, residual cores
+local cpus_mod = require "cosched.cpus"
+
+-- the NUMA node of each cpu, from the snapshot's topology
+local function numa_of(snap)
+  local m = {}
+  for _, core in ipairs(snap.topology.cores) do for _, c in ipairs(core.pus) do m[c] = core.numa end end
+  return m
+end
+local function nodes_in(list, m)
+  local seen, n = {}, 0
+  for _, c in ipairs(list) do if not seen[m[c]] then seen[m[c]], n = true, n + 1 end end
+  return n
+end
+
+check("hsplit: 16 cores, 4 LLCs, 2 NUMA nodes: 4 groups one LLC each, 2 per node; 2 -> whole nodes; 3 -> 2 + 1; none spans two nodes", function()
+  local node = fake.node { cores = 16, llcs = 4, numa = 2 }
+  local snap = node:snapshot()
+  local m = numa_of(snap)
+  local out = {}
+  for _, k in ipairs { 2, 3, 4, 8 } do
+    local g = cpus_mod.hsplit(snap, k)
+    if #g ~= k then return false, k .. ": " .. #g .. " groups" end
+    for i, grp in ipairs(g) do
+      if nodes_in(grp, m) ~= 1 then return false, ("k=%d group %d spans nodes: %s"):format(k, i, cpus_mod.format(grp)) end
+    end
+    local f = {}
+    for i, grp in ipairs(g) do f[i] = cpus_mod.format(grp) end
+    out[k] = table.concat(f, " ")
+  end
+  return out[2] == "0-7 8-15" and out[3] == "0-3 4-7 8-15" and out[4] == "0-3 4-7 8-11 12-15", out[2] .. " | " .. out[3] .. " | " .. out[4]
+end)
+check("hsplit orders groups by NUMA node: nodes numbered from the last cores -> the group of node 1 (cpus 8-15) first", function()
+  local node = fake.node { cores = 16, llcs = 4, numa = 2, numa_reverse = true }
+  local snap = node:snapshot()
+  local g = cpus_mod.hsplit(snap, 4)
+  local f = {}
+  for i, grp in ipairs(g) do f[i] = cpus_mod.format(grp) end
+  local got = table.concat(f, " ")
+  return got == "8-11 12-15 0-3 4-7", got
+end)
+check("hsplit: 6 groups over NUMA nodes of 8 and 8 cores with 1 LLC: 3 per node, cut between cores, none spanning", function()
+  local node = fake.node { cores = 16, llcs = 1, numa = 2 }
+  local snap = node:snapshot()
+  local g, m = cpus_mod.hsplit(snap, 6), numa_of(snap)
+  if #g ~= 6 then return false, #g end
+  local per = {}
+  for _, grp in ipairs(g) do
+    if nodes_in(grp, m) ~= 1 then return false, cpus_mod.format(grp) end
+    per[m[grp[1]]] = (per[m[grp[1]]] or 0) + 1
+  end
+  return per[1] == 3 and per[2] == 3, ("%s/%s"):format(per[1], per[2])
+end)
+
+-- residual cores: instrument pairing.fill_holes to see each hole's candidates and fillers
+local fills = {}
+do
+  local orig = pairing.fill_holes
+  pairing.fill_holes = function(snap, jobs, holes, fill)
+    local before = #jobs
+    local busy = {}
+    for _, e in ipairs(jobs) do busy[e.id] = true end
+    local nfree = 0
+    for _, h in pairs(holes) do nfree = nfree + #h.cores end
+    orig(snap, jobs, holes, fill)
+    local rec = { fillers = {}, eligible_n = {}, nfree = nfree }
+    for i = before + 1, #jobs do rec.fillers[#rec.fillers + 1] = jobs[i] end
+    for _, job in ipairs(fill.order()) do
+      local inf = fill.ctx.info[job.id]
+      if not busy[job.id] and inf and not inf.gang_only and inf.class == "N" then
+        rec.eligible_n[#rec.eligible_n + 1] = job.id
+      end
+    end
+    fills[#fills + 1] = rec
+  end
+end
+
+check("residual cores: flca, 64 cores / 1 LLC, K = 4 jobs of 8 threads: each selected job gets 8 cores of its half, N jobs fill the rest first", function()
+  fills = {}
+  local p, params = load_policy("flca", { characterize = "no" })
+  local node = fake.node { cores = 64, llcs = 1 }
+  -- 6 jobs of 8 threads (S, C, S, C, S, C) and 4 N jobs of 16 threads
+  for i = 1, 6 do node:add { class = (i % 2 == 1) and "S" or "C", threads = 8 } end
+  for _ = 1, 4 do node:add { class = "N", threads = 16 } end
+  local snap = node:snapshot(params)
+  local plan = p.plan(snap)
+  local ok, err = fake.validate(snap, plan)
+  if not ok then return false, err end
+  local st = plan[1]
+  local byid, owner = {}, {}
+  for _, e in ipairs(st.jobs) do byid[e.id] = e end
+  -- the first step's two selected jobs have 8 cpus each; fillers are N jobs
+  local small, filled_n = 0, 0
+  for _, e in ipairs(st.jobs) do
+    local j = snap.jobs[e.id]
+    if j.threads == 8 then
+      small = small + 1
+      if #e.cpus ~= 8 then return false, ("job %d: %d cpus"):format(e.id, #e.cpus) end
+    elseif j.class == "N" then
+      filled_n = filled_n + 1
+    end
+  end
+  return small == 2 and filled_n >= 3 and #fills > 0, ("small %d, N fillers %d, steps %d"):format(small, filled_n, #plan)
+end)
+
+-- property: random node shapes (2-256 cores, 1-8 LLCs, 1-8 NUMA nodes), odd and
+-- even job counts, thread counts 1..cores, jobs arriving and leaving.  Every
+-- plan valid; fillers never overlap another job; a non-N filler only when no
+-- eligible N job was left out; a job with fewer threads than its part's
+-- cores gets exactly its thread count in cores; no job waits beyond its bound.
+local SHAPES = { { 2, 1, 1 }, { 2, 2, 2 }, { 8, 1, 2 }, { 8, 2, 1 }, { 8, 8, 8 }, { 16, 4, 2 }, { 64, 8, 4 },
+                 { 64, 2, 8 }, { 96, 3, 3 }, { 256, 1, 1 }, { 256, 8, 2 }, { 256, 4, 8 } }
+local function hier_property(name, seeds, epochs)
+  for _, sh in ipairs(SHAPES) do
+    for seed = 1, seeds do
+      math.randomseed(seed * 104729 + sh[1] * 17 + sh[2] * 5 + sh[3])
+      local p, params = load_policy(name, { characterize = "no" })
+      local node = fake.node { cores = sh[1], llcs = sh[2], numa = sh[3], quantum = 0.1 }
+      local n0 = math.random(1, 13)
+      local function add()
+        node:add { class = ({ "S", "C", "N", "N", "-" })[math.random(1, 5)] or nil,
+                   threads = math.random(1, 3) == 1 and sh[1] or math.random(1, sh[1]) }
+      end
+      for _ = 1, n0 do add() end
+      local last, born = {}, {}
+      for _, j in ipairs(node.jobs) do born[j.id] = 0 end
+      for e = 1, epochs do
+        if e % 9 == 0 then add(); born[node.jobs[#node.jobs].id] = e end
+        if e % 13 == 0 and #node.jobs > 1 then node:remove(node.jobs[math.random(1, #node.jobs)].id) end
+        fills = {}
+        local snap = node:snapshot(params)
+        local plan = p.plan(snap)
+        local ok, err = fake.validate(snap, plan)
+        if not ok then error(("%s %s seed %d epoch %d: %s"):format(name, table.concat(sh, "/"), seed, e, err), 0) end
+        for _, rec in ipairs(fills) do
+          local placed, non_n = {}, false
+          for _, f in ipairs(rec.fillers) do
+            placed[f.id] = true
+            local cls = snap.jobs[f.id] and nil
+            for _, j in ipairs(snap.jobs) do if j.id == f.id then cls = j.class end end
+            if cls == "S" or cls == "C" then non_n = true end     -- unknown ("-") counts as N
+          end
+          if non_n then
+            for _, id in ipairs(rec.eligible_n) do
+              if not placed[id] then
+                local fl = {}
+                for _, f in ipairs(rec.fillers) do fl[#fl + 1] = f.id end
+                error(("%s %s seed %d epoch %d: a non-N job filled residual cores, N job %d left out (fillers %s)")
+                  :format(name, table.concat(sh, "/"), seed, e, id, table.concat(fl, ",")), 0)
+              end
+            end
+          end
+        end
+        -- fillers never overlap anyone (even in shared steps)
+        for si, step in ipairs(plan) do
+          local owner = {}
+          for _, x in ipairs(step.jobs) do for _, c in ipairs(x.cpus) do owner[c] = (owner[c] or 0) + 1 end end
+          for _, rec in ipairs(fills) do
+            for _, f in ipairs(rec.fillers) do
+              for _, x in ipairs(step.jobs) do
+                if x == f then
+                  for _, c in ipairs(f.cpus) do
+                    if owner[c] > 1 then
+                      error(("%s %s seed %d epoch %d step %d: filler %d shares cpu %d")
+                        :format(name, table.concat(sh, "/"), seed, e, si, f.id, c), 0)
+                    end
+                  end
+                end
+              end
+            end
+          end
+        end
+        local ran = node:run(plan)
+        for _, ids in ipairs(ran) do for _, id in ipairs(ids) do last[id] = e end end
+        -- no starvation: every live job ran within 2 n + 4 epochs of arriving or of its last run
+        local n = #node.jobs
+        for _, j in ipairs(node.jobs) do
+          local since = e - math.max(last[j.id] or 0, born[j.id] or 0)
+          if since > 2 * n + 4 then
+            error(("%s %s seed %d epoch %d: job %d has not run for %d epochs (%d jobs)")
+              :format(name, table.concat(sh, "/"), seed, e, j.id, since, n), 0)
+          end
+        end
+      end
+    end
+  end
+  return true
+end
+for _, name in ipairs(NAMES) do
+  check(("property %s on NUMA x LLC shapes (2-256 cores, 1-8 LLCs, 1-8 nodes), threads 1..cores, arrivals/departures: valid, N fill residual cores first, fillers alone, no starvation"):format(name),
+    function() return hier_property(name, 3, 40) end)
+end
+
+check("trim: a job of t < cores threads gets exactly t whole cores (fop, 2 jobs of 3 and 5 threads on 16 cores / 2 NUMA)", function()
+  local p, params = load_policy("fop", { characterize = "no" })
+  local node = fake.node { cores = 16, llcs = 2, numa = 2 }
+  node:add { class = "S", threads = 3 }
+  node:add { class = "C", threads = 5 }
+  local snap = node:snapshot(params)
+  local plan = p.plan(snap)
+  local m = numa_of(snap)
+  local got = {}
+  for _, e in ipairs(plan[1].jobs) do
+    got[e.id] = #e.cpus
+    if nodes_in(e.cpus, m) ~= 1 then return false, "job spans nodes" end
+  end
+  return got[1] == 3 and got[2] == 5, ("%s %s"):format(got[1], got[2])
+end)
+
+check("place: one unit per NUMA node when there are as many units as nodes - pairs never span two nodes (flca, 32 cores, 1 LLC, 4 nodes)", function()
+  local p, params = load_policy("flca", { characterize = "no", k = 8 })
+  local node = fake.node { cores = 32, llcs = 1, numa = 4 }
+  for i = 1, 8 do node:add { class = ({ "S", "N" })[i % 2 + 1] } end
+  local snap = node:snapshot(params)
+  local plan = p.plan(snap)
+  local ok, err = fake.validate(snap, plan)
+  if not ok then return false, err end
+  local m = numa_of(snap)
+  for s, st in ipairs(plan) do
+    for _, e in ipairs(st.jobs) do
+      if nodes_in(e.cpus, m) ~= 1 then return false, ("step %d job %d on %d nodes"):format(s, e.id, nodes_in(e.cpus, m)) end
+    end
+  end
+  return true
+end)
+
+check("place: LLCs across NUMA boundaries (24 cores, 2 LLCs, 3 nodes = 4 islands): fop runs 4 pairs, no job spans two nodes, node order kept", function()
+  local p, params = load_policy("fop", { characterize = "no" })
+  local node = fake.node { cores = 24, llcs = 2, numa = 3, numa_reverse = true }
+  for _ = 1, 8 do node:add { class = "N" } end
+  local snap = node:snapshot(params)
+  if pairing.domains(snap, snap.cpus) ~= 4 then return false, "islands " .. pairing.domains(snap, snap.cpus) end
+  local plan = p.plan(snap)
+  local ok, err = fake.validate(snap, plan)
+  if not ok then return false, err end
+  local m = numa_of(snap)
+  if #plan[1].jobs ~= 8 then return false, #plan[1].jobs .. " jobs" end
+  for _, e in ipairs(plan[1].jobs) do
+    if nodes_in(e.cpus, m) ~= 1 then return false, ("job %d on %d nodes: %s"):format(e.id, nodes_in(e.cpus, m), cpus_mod.format(e.cpus)) end
+  end
+  -- the oldest pair (jobs 1, 2) on node 1, which holds the last cores (16-23)
+  return m[plan[1].jobs[1].cpus[1]] == 1, "first pair on node " .. tostring(m[plan[1].jobs[1].cpus[1]])
+end)
+
 tap.finish()
