@@ -48,6 +48,9 @@ void cs_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)
 
 /* ---------------------------------------------------------------- utils */
 double cs_now(void);                                  /* CLOCK_MONOTONIC, s */
+/* Make cs_now() return *clock from now on (a simulated node's virtual time,
+ * sim.c), or CLOCK_MONOTONIC again with NULL. */
+void cs_set_virtual_clock(const double *clock);
 /* Parse a duration ("1s", "250ms", "2.5", "100us", "5m"/"5min", "2h", "30d";
  * plain number = seconds).
  * 0 and sets *out on success; -1 if malformed. */
@@ -231,6 +234,8 @@ extern const struct cs_control_ops cs_control_cgroup2;
 extern const struct cs_control_ops cs_control_signals;
 /* Slurm steps (slurm.c): Slurm's own step cgroups, v1 or v2 layout. */
 extern const struct cs_control_ops cs_control_slurm;
+/* A simulated node (control_sim.c): acts on e->sim; never chosen by name. */
+extern const struct cs_control_ops cs_control_sim;
 /* Check that pid is a task of Slurm step job.step (its cgroups say so) and
  * give the cores of the step's allocation; -1 with why. */
 int cs_slurm_step_cpus(pid_t pid, unsigned long job, unsigned long step, hwloc_bitmap_t cpus,
@@ -427,7 +432,29 @@ struct cs_engine {
      * SIGTERM/SIGINT or idle-exit, never signals a job, and releases every
      * job (thawed, given back its cores) when it stops. */
     struct cs_serve *serve;
+
+    /* simulated node (sim.c, `cosched simulate`; NULL otherwise): time is
+     * the model's virtual clock, no job is forked, no guardian or cgroup is
+     * used; the control and counter backends are the "sim" ones, which act
+     * on the model.  See "Simulated node" below. */
+    struct cs_sim *sim;
 };
+
+/*
+ * Simulated node (sim.c): the engine's hooks.  In sim mode the engine
+ *   - starts an instance with cs_sim_start() instead of fork/exec (the
+ *     control backend then attaches, confines and freezes it as usual);
+ *   - waits for a step with cs_sim_advance(): the model runs, in virtual
+ *     time, to `until` or to the first instance completion before it (the
+ *     clock stops there); the jobs whose instance completed come back in
+ *     ended[] (at most e->njobs) and end exactly like reaped ones (exit 0);
+ *   - closes a --window by cs_sim_kill() of every live instance (they end
+ *     as killed by SIGKILL, which is not a failure).
+ */
+struct cs_sim;
+int cs_sim_start(struct cs_sim *s, struct cs_job *j);
+int cs_sim_advance(struct cs_sim *s, double until, struct cs_job **ended);
+void cs_sim_kill(struct cs_sim *s, struct cs_job *j);
 
 /* serve.c, called by the engine in node engine mode */
 struct pollfd;

@@ -10,6 +10,12 @@
  *   end:    every job released (thawed, unconfined, cgroups removed)
  *           -> backend fini -> guardian told "done" -> summary
  *
+ * On a simulated node (e->sim, `cosched simulate`) the same loop runs in the
+ * model's virtual time: instances start in the model instead of being forked,
+ * a step is waited for by advancing the model (cs_sim_advance), an instance
+ * that completes in the model ends exactly like a reaped one, and there is
+ * no guardian, no signal handling and no job output (cosched.h).
+ *
  * A job that ends (or is restarted under --window) ends the epoch at once and
  * the policy is asked again.  A policy that fails gets the fallback plan for
  * that epoch: every live job on every managed cpu, nobody frozen.
@@ -244,6 +250,40 @@ static void child_exec(struct cs_engine *e, struct cs_job *j, int gofd, int ofd,
     _exit(errno == ENOENT ? 127 : 126);
 }
 
+/* Bookkeeping of a new instance whose leader is pid (0 on a simulated node). */
+static void instance_begun(struct cs_job *j, pid_t pid)
+{
+    j->pid = pid;
+    j->state = CS_JOB_LIVE;
+    j->runs_started++;
+    j->t_instance_start = cs_now();
+    if (j->runs_started == 1)
+        j->t_first_start = j->t_instance_start;
+    j->last_run_end = j->t_instance_start;
+}
+
+/* Simulated node: the model starts the instance (no process); it is put
+ * under the sim control backend's control as a forked one would be, frozen
+ * until the plan runs it. */
+static int start_sim_instance(struct cs_engine *e, struct cs_job *j)
+{
+    if (cs_sim_start(e->sim, j) < 0)
+        return -1;
+    instance_begun(j, 0);
+    if (e->ctl->job_attach(e, j, 0) < 0 || e->ctl->set_cpus(e, j, cs_job_home(e, j), j->mems) < 0) {
+        cs_err("job %d (%s): could not be put under control; it is not started", j->id, j->name);
+        cs_sim_kill(e->sim, j);
+        return -1;
+    }
+    hwloc_bitmap_copy(j->cpus, cs_job_home(e, j));
+    if (e->cnt->job_attach(e, j, 0) < 0)
+        cs_warn("job %d (%s): counters could not follow this instance; it runs unmeasured", j->id, j->name);
+    j->frozen = e->ctl->freeze(e, j) == 0;
+    j->fresh = 1;
+    trace_job_event(e, j, "start", 0);
+    return 0;
+}
+
 /*
  * Start an instance: fork a child that blocks before exec, put it under
  * control (attach, cores, frozen), then let it go.  It runs its first
@@ -254,6 +294,8 @@ static int start_instance(struct cs_engine *e, struct cs_job *j)
     int go[2], ofd, efd;
     pid_t pid;
 
+    if (e->sim)
+        return start_sim_instance(e, j);
     if (job_outputs(e, j, &ofd, &efd) < 0)
         return -1;
     if (pipe2(go, O_CLOEXEC) < 0) {
@@ -277,13 +319,7 @@ static int start_instance(struct cs_engine *e, struct cs_job *j)
     if (efd >= 0)
         close(efd);
     setpgid(pid, pid);
-    j->pid = pid;
-    j->state = CS_JOB_LIVE;
-    j->runs_started++;
-    j->t_instance_start = cs_now();
-    if (j->runs_started == 1)
-        j->t_first_start = j->t_instance_start;
-    j->last_run_end = j->t_instance_start;
+    instance_begun(j, pid);
 
     if (e->ctl->job_attach(e, j, pid) < 0 || e->ctl->set_cpus(e, j, cs_job_home(e, j), j->mems) < 0) {
         cs_err("job %d (%s): could not be put under control; it is not started", j->id, j->name);
@@ -655,7 +691,7 @@ struct runstate {
 
 void cs_engine_stop_job(struct cs_engine *e, struct cs_job *j)
 {
-    if (j->state != CS_JOB_LIVE || j->pid <= 0 || j->stop_deadline > 0 || e->serve)
+    if (j->state != CS_JOB_LIVE || j->pid <= 0 || j->stop_deadline > 0 || e->serve || e->sim)
         return;
     j->stop_deadline = cs_now() + e->kill_timeout;
     if (j->frozen && e->ctl->thaw(e, j) == 0)   /* a frozen task cannot act on SIGTERM */
@@ -688,6 +724,61 @@ static int job_still_restartable(struct cs_engine *e, struct runstate *rs)
     return e->window > 0 && !rs->stopping && !rs->window_closed && cs_now() - e->t0 < e->window;
 }
 
+/*
+ * The instance of job j ended with wait status `status` (rusage ru, NULL on a
+ * simulated node): account it, then restart the job under --window or end it.
+ * Both ways an instance ends - reaped (reap) or completed in the model
+ * (sim_wait_step) - go through here.
+ */
+static void instance_end(struct cs_engine *e, struct runstate *rs, struct cs_job *j, int status,
+                         const struct rusage *ru)
+{
+    if (e->ctl->instance_ended && ru)
+        e->ctl->instance_ended(e, j, ru);
+    e->cnt->instance_ended(e, j);
+    uint64_t ns;
+    if (e->ctl->cpu_time(e, j, &ns) == 0)
+        j->cpu_ns = ns;
+    j->wall += cs_now() - j->t_instance_start;
+    j->last_status = status;
+    int was_stopped = j->stop_deadline > 0;
+    int killed_by_us = (rs->window_closed && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) ||
+                       (was_stopped && WIFSIGNALED(status));
+    int ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    if (ok)
+        j->runs_done++;
+    else if (!killed_by_us) {
+        j->failed = 1;
+        if (WIFEXITED(status))
+            cs_warn("job %d (%s): exited with status %d", j->id, j->name, WEXITSTATUS(status));
+        else if (WIFSIGNALED(status) && !rs->stopping)
+            cs_warn("job %d (%s): killed by signal %d (%s)", j->id, j->name, WTERMSIG(status),
+                    strsignal(WTERMSIG(status)));
+    }
+    trace_job_event(e, j, "end", status);
+    j->pid = 0;
+    /* processes the instance left behind stay in its container: never
+     * leave them frozen or confined while the run goes on */
+    if (j->frozen && e->ctl->thaw(e, j) == 0)
+        j->frozen = 0;
+    if (!hwloc_bitmap_isequal(j->cpus, cs_job_home(e, j)) &&
+        e->ctl->set_cpus(e, j, cs_job_home(e, j), e->all_mems) == 0)
+        hwloc_bitmap_copy(j->cpus, cs_job_home(e, j));
+    j->frozen = 0;
+    if (job_still_restartable(e, rs) && !(j->failed && !ok) && !was_stopped) {
+        j->state = CS_JOB_WAITING;
+        if (start_instance(e, j) < 0) {
+            j->failed = 1;
+            j->state = CS_JOB_ENDED;
+        }
+    } else {
+        if (j->failed && !ok && e->window > 0 && !rs->stopping)
+            cs_warn("job %d (%s): not restarted after a failure", j->id, j->name);
+        j->state = CS_JOB_ENDED;
+        j->t_end = cs_now();
+    }
+}
+
 /* Reap ended instances.  Returns number of jobs whose instance ended. */
 static int reap(struct cs_engine *e, struct runstate *rs)
 {
@@ -705,52 +796,34 @@ static int reap(struct cs_engine *e, struct runstate *rs)
             continue;
         }
         ended++;
-        if (e->ctl->instance_ended)
-            e->ctl->instance_ended(e, j, &ru);
-        e->cnt->instance_ended(e, j);
-        uint64_t ns;
-        if (e->ctl->cpu_time(e, j, &ns) == 0)
-            j->cpu_ns = ns;
-        j->wall += cs_now() - j->t_instance_start;
-        j->last_status = status;
-        int was_stopped = j->stop_deadline > 0;
-        int killed_by_us = (rs->window_closed && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) ||
-                           (was_stopped && WIFSIGNALED(status));
-        int ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-        if (ok)
-            j->runs_done++;
-        else if (!killed_by_us) {
-            j->failed = 1;
-            if (WIFEXITED(status))
-                cs_warn("job %d (%s): exited with status %d", j->id, j->name, WEXITSTATUS(status));
-            else if (WIFSIGNALED(status) && !rs->stopping)
-                cs_warn("job %d (%s): killed by signal %d (%s)", j->id, j->name, WTERMSIG(status),
-                        strsignal(WTERMSIG(status)));
-        }
-        trace_job_event(e, j, "end", status);
-        j->pid = 0;
-        /* processes the instance left behind stay in its container: never
-         * leave them frozen or confined while the run goes on */
-        if (j->frozen && e->ctl->thaw(e, j) == 0)
-            j->frozen = 0;
-        if (!hwloc_bitmap_isequal(j->cpus, cs_job_home(e, j)) &&
-            e->ctl->set_cpus(e, j, cs_job_home(e, j), e->all_mems) == 0)
-            hwloc_bitmap_copy(j->cpus, cs_job_home(e, j));
-        j->frozen = 0;
-        if (job_still_restartable(e, rs) && !(j->failed && !ok) && !was_stopped) {
-            j->state = CS_JOB_WAITING;
-            if (start_instance(e, j) < 0) {
-                j->failed = 1;
-                j->state = CS_JOB_ENDED;
-            }
-        } else {
-            if (j->failed && !ok && e->window > 0 && !rs->stopping)
-                cs_warn("job %d (%s): not restarted after a failure", j->id, j->name);
-            j->state = CS_JOB_ENDED;
-            j->t_end = cs_now();
-        }
+        instance_end(e, rs, j, status, &ru);
     }
     return ended;
+}
+
+/* Simulated node: the model runs to `until` or to the first completion in
+ * the step; completed instances end as reaped ones do.  1 when some ended. */
+static int sim_wait_step(struct cs_engine *e, struct runstate *rs, double until)
+{
+    struct cs_job *ended[e->njobs + 1];
+    int n = cs_sim_advance(e->sim, until, ended);
+
+    for (int k = 0; k < n; k++)
+        instance_end(e, rs, ended[k], 0, NULL);
+    return n > 0;
+}
+
+/* Simulated node: end every live instance as killed by SIGKILL (the window
+ * closed, or the run is aborted). */
+static void sim_kill_all(struct cs_engine *e, struct runstate *rs)
+{
+    for (int i = 0; i < e->njobs; i++) {
+        struct cs_job *j = e->jobs[i];
+        if (j->state != CS_JOB_LIVE)
+            continue;
+        cs_sim_kill(e->sim, j);
+        instance_end(e, rs, j, SIGKILL, NULL);
+    }
 }
 
 static void forward_signal(struct cs_engine *e, int sig)
@@ -809,6 +882,8 @@ static int wait_step(struct cs_engine *e, struct runstate *rs, double until)
     static int pfcap;
     static int poll_failed;
 
+    if (e->sim)
+        return sim_wait_step(e, rs, until);
     for (;;) {
         int n = 0, ms;
         double left = until - cs_now();
@@ -937,6 +1012,8 @@ int cs_engine_run(struct cs_engine *e)
     if (e->run_id == NULL)
         e->run_id = cs_strdup_printf("%d", (int)getpid());
 
+    if (e->sim)
+        goto started;   /* nothing to forward, nothing to guard: the jobs are the model's */
     sigemptyset(&set);
     sigaddset(&set, SIGCHLD);
     sigaddset(&set, SIGINT);
@@ -951,6 +1028,7 @@ int cs_engine_run(struct cs_engine *e)
     }
     if (cs_guard_start(e->ctl) < 0)
         goto out;
+started:
     if (e->cnt == NULL)
         e->cnt = &cs_counters_none;
     if (e->cnt->init(e, e->cnt_arg, e->profile) < 0) {
@@ -981,6 +1059,10 @@ int cs_engine_run(struct cs_engine *e)
             e->jobs[i]->state = CS_JOB_ENDED;
             /* nothing of it ran; stop the others too: the run would not be what was asked */
             rs.aborted = rs.stopping = 1;
+            if (e->sim) {
+                sim_kill_all(e, &rs);
+                break;
+            }
             forward_signal(e, SIGKILL);
             rs.killed = 1;
             rs.kill_deadline = cs_now();
@@ -1003,8 +1085,12 @@ int cs_engine_run(struct cs_engine *e)
         if (e->window > 0 && !rs.window_closed && cs_now() - e->t0 >= e->window) {
             rs.window_closed = 1;
             cs_info("window of %g s closed: stopping the running instances", e->window);
-            forward_signal(e, SIGKILL);
             istep = plan.nsteps;   /* the old plan must not freeze them again */
+            if (e->sim) {
+                sim_kill_all(e, &rs);
+                continue;
+            }
+            forward_signal(e, SIGKILL);
         }
         if (istep >= plan.nsteps) {
             cs_plan_free(&plan);

@@ -19,6 +19,7 @@ static const struct {
     { "policies", cs_cmd_policies, "list the policies found in the policy search path" },
     { "serve", cs_cmd_serve, "the node engine: co-schedule the Slurm steps the SPANK plugin registers (root)" },
     { "status", cs_cmd_status, "which steps the node engine co-schedules, running or frozen, and why" },
+    { "simulate", cs_cmd_simulate, "run policies on a simulated node in virtual time (share/sim/README.md)" },
     { "profiles", cs_cmd_profiles, "list the counter profiles and say which one matches this CPU (--lint FILE...)" },
 };
 
@@ -47,6 +48,6 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (strcmp(argv[1], commands[i].name) == 0)
             return commands[i].fn(argc - 1, argv + 1);
-    cs_err("unknown command '%s' (known: run, classify, topology, policies, profiles, serve, status; see cosched --help)", argv[1]);
+    cs_err("unknown command '%s' (known: run, classify, topology, policies, profiles, serve, status, simulate; see cosched --help)", argv[1]);
     return 2;
 }

@@ -1,0 +1,922 @@
+/*
+ * simulate.c - `cosched simulate`: the real engine and the real Lua policies
+ * on a simulated node (sim.c), in virtual time; per policy the summary of
+ * `cosched run` plus per-application throughput, or one JSON document.
+ *
+ *   cosched simulate --node FILE|NAME --apps FILE|NAME (--workload FILE | --mix APP,APP,...)
+ *                    --policy P1,P2,... [--model analytic|empirical] [--window SECONDS]
+ *                    [--quantum DUR] [--seed N] [--noise FRACTION] [--trace FILE] [--json] [--oracle]
+ *
+ * Everything is checked before the first policy runs; a bad input is one
+ * message and exit status 2.  Each policy gets a fresh model (same seed), a
+ * fresh set of jobs and a fresh policy state, so the results of one policy
+ * never depend on the others that ran before it.
+ *
+ * JSON (--json; the contract of share/eval/evaluate):
+ *   {"node": NAME, "apps": NAME, "model": M, "seed": N, "window": S, "quantum": Q,
+ *    "results": [{"policy": P, "virtual_s": .., "wall_s": .., "steps": ..,
+ *                 "jobs": [{"id": .., "app": .., "completions": .., "throughput": .., "cpu_s": ..}]}],
+ *    "oracle": {"throughput": {"ID": ..}, "total": .., "schedule": "..", "standalone": {"ID": ..}}}
+ * completions = finished runs + the fraction of the run cut by the window;
+ * throughput = completions per virtual second; "oracle" only with --oracle
+ * ("standalone": each job's runs per second alone on the node, the unit of
+ * the oracle's total normalised throughput).
+ */
+#include "config.h"
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include "cosched.h"
+#include "cli.h"
+#include "counters.h"
+#include "profile.h"
+#include "sim.h"
+
+enum {
+    O_NODE = 256, O_APPS, O_WORKLOAD, O_MIX, O_POLICY, O_MODEL, O_WINDOW, O_QUANTUM, O_SEED, O_NOISE,
+    O_TRACE, O_JSON, O_ORACLE, O_POLICY_PATH, O_VERBOSE, O_QUIET, O_HELP, O_CALIBRATE,
+};
+
+static const struct {
+    const char *name;
+    int has_arg, id;
+    const char *arg, *help;
+} opts[] = {
+    { "node", 1, O_NODE, "FILE|NAME", "node model (NAME: share/sim/NAME.node; see share/sim/README.md)" },
+    { "apps", 1, O_APPS, "FILE|NAME", "application models (NAME: share/sim/NAME.apps)" },
+    { "workload", 1, O_WORKLOAD, "FILE", "jobs, one app per line: APP [threads=N]" },
+    { "mix", 1, O_MIX, "APP,APP,...", "jobs given on the command line (one per app named)" },
+    { "policy", 1, O_POLICY, "P1,P2,...", "policies to run, one after the other (default tft)" },
+    { "model", 1, O_MODEL, "MODEL", "interference model: analytic (default) or empirical" },
+    { "window", 1, O_WINDOW, "SECONDS", "virtual time window; jobs restart until it closes (default: each runs once)" },
+    { "quantum", 1, O_QUANTUM, "DURATION", "time quantum, 10ms to 60s (default 1s)" },
+    { "seed", 1, O_SEED, "N", "seed of the model's random draws (default 1)" },
+    { "noise", 1, O_NOISE, "FRACTION", "relative noise on every simulated count, 0 to 1 (default 0)" },
+    { "trace", 1, O_TRACE, "FILE", "trace as cosched run writes it (several policies: FILE.POLICY)" },
+    { "json", 0, O_JSON, NULL, "print one JSON document on stdout" },
+    { "oracle", 0, O_ORACLE, NULL, "also the best pairing/folding schedule the model allows (at most 8 jobs exactly)" },
+    { "calibrate", 0, O_CALIBRATE, NULL, "print the model's calibration tables for the apps (no policy runs)" },
+    { "policy-path", 1, O_POLICY_PATH, "DIR", "look for policies in DIR first (repeatable)" },
+    { "verbose", 0, O_VERBOSE, NULL, "more messages (repeat for debug)" },
+    { "quiet", 0, O_QUIET, NULL, "only warnings and errors (no summary)" },
+    { "help", 0, O_HELP, NULL, "this text" },
+};
+#define NOPTS (sizeof opts / sizeof opts[0])
+
+#define BAD(...) do { cs_err(__VA_ARGS__); goto out; } while (0)
+
+static void help(void)
+{
+    printf("usage: cosched simulate --node FILE|NAME --apps FILE|NAME (--workload FILE | --mix APP,...) "
+           "--policy P1,P2,... [options]\n\noptions:\n");
+    for (size_t i = 0; i < NOPTS; i++) {
+        char left[64];
+        snprintf(left, sizeof left, "--%s%s%s", opts[i].name, opts[i].arg ? " " : "", opts[i].arg ? opts[i].arg : "");
+        printf("  %-26s %s\n", left, opts[i].help);
+    }
+}
+
+/* A model file: a path (has a '/' or exists), else NAME.EXT in the data directory. */
+static char *model_path(const char *spec, const char *ext)
+{
+    struct stat st;
+    if (strchr(spec, '/') || stat(spec, &st) == 0)
+        return strdup(spec);
+    const char *d = cs_datadir();
+    char *p = cs_strdup_printf("%s/sim/%s.%s", d, spec, ext);
+    if (access(p, R_OK) == 0)
+        return p;
+    free(p);
+    p = cs_strdup_printf("%s/share/sim/%s.%s", d, spec, ext);
+    if (access(p, R_OK) == 0)
+        return p;
+    free(p);
+    return NULL;
+}
+
+struct wjob { const struct cs_sim_app *app; int threads, explicit_threads; };
+
+static int add_wjob(struct wjob **w, int *n, const struct cs_sim_apps *a, const char *name, const char *where)
+{
+    const struct cs_sim_app *app = cs_sim_app_find(a, name);
+    if (!app) {
+        char known[2048] = "";
+        for (int i = 0; i < a->napps; i++)
+            snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", i ? ", " : "",
+                     a->apps[i].name);
+        cs_err("%s: unknown app '%s' (apps of %s: %s)", where, name, a->file, known);
+        return -1;
+    }
+    *w = realloc(*w, (*n + 1) * sizeof **w);
+    (*w)[*n] = (struct wjob){ app, app->threads, 0 };
+    (*n)++;
+    return 0;
+}
+
+static int load_workload(const char *path, const struct cs_sim_apps *a, struct wjob **w, int *n)
+{
+    FILE *f = fopen(path, "re");
+    char *line = NULL, where[4200];
+    size_t cap = 0;
+    int lineno = 0, rc = 0;
+
+    if (!f) {
+        cs_err("--workload %s: cannot open: %s", path, strerror(errno));
+        return -1;
+    }
+    while (getline(&line, &cap, f) >= 0) {
+        char *save = NULL, *tok[4];
+        int nt = 0;
+        lineno++;
+        char *hash = strchr(line, '#');
+        if (hash)
+            *hash = '\0';
+        for (char *t = strtok_r(line, " \t\r\n", &save); t; t = strtok_r(NULL, " \t\r\n", &save)) {
+            if (nt == 3) {
+                cs_err("%s:%d: expected APP [threads=N], got more after '%s'", path, lineno, tok[1]);
+                rc = -1;
+                goto done;
+            }
+            tok[nt++] = t;
+        }
+        if (!nt)
+            continue;
+        snprintf(where, sizeof where, "%s:%d", path, lineno);
+        if (add_wjob(w, n, a, tok[0], where) < 0) {
+            rc = -1;
+            goto done;
+        }
+        if (nt == 2) {
+            long v;
+            if (strncmp(tok[1], "threads=", 8) != 0 || cs_parse_long(tok[1] + 8, 1, 4096, &v) < 0) {
+                cs_err("%s:%d: '%s': expected threads=N (1 to 4096)", path, lineno, tok[1]);
+                rc = -1;
+                goto done;
+            }
+            (*w)[*n - 1].threads = (int)v;
+            (*w)[*n - 1].explicit_threads = 1;
+        }
+    }
+    if (*n == 0) {
+        cs_err("%s:%d: no job: expected lines 'APP [threads=N]'", path, lineno + 1);
+        rc = -1;
+    }
+done:
+    free(line);
+    fclose(f);
+    return rc;
+}
+
+struct result {
+    const char *policy;
+    double virtual_s, wall_s;
+    unsigned long long steps;
+    int status;
+    double *completions, *cpu_s;
+};
+
+static double wall_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static struct cs_job **make_jobs(const struct wjob *w, int n)
+{
+    struct cs_job **jobs = calloc(n, sizeof *jobs);
+    for (int i = 0; i < n; i++) {
+        struct cs_job *j = calloc(1, sizeof *j);
+        int same = 0;
+        for (int k = 0; k < i; k++)
+            same += w[k].app == w[i].app;
+        j->id = i + 1;
+        j->name = same ? cs_strdup_printf("%s-%d", w[i].app->name, same + 1) : strdup(w[i].app->name);
+        j->argv = calloc(2, sizeof *j->argv);
+        j->argv[0] = strdup(w[i].app->name);
+        j->threads = w[i].threads;
+        j->threads_explicit = w[i].explicit_threads;
+        j->origin = cs_strdup_printf("simulated job %d", i + 1);
+        jobs[i] = j;
+    }
+    return jobs;
+}
+
+struct setup {
+    const struct cs_sim_node *node;
+    const struct cs_sim_apps *apps;
+    enum cs_sim_model model;
+    struct cs_topo *topo;
+    hwloc_bitmap_t managed;
+    const struct cs_profile *profile;
+    struct wjob *w;
+    int n;
+    uint64_t seed;
+    double noise, quantum, window;
+    char **search;
+    int nsearch;
+};
+
+static int run_policy(struct setup *su, const char *policy, const char *tracefile, struct result *r)
+{
+    struct cs_engine e = { .quantum = su->quantum, .window = su->window, .output = CS_OUT_INHERIT,
+                           .kill_timeout = 0 };
+    int rc = -1;
+
+    e.topo = su->topo;
+    e.managed = su->managed;
+    e.ctl = &cs_control_sim;
+    e.cnt = &cs_counters_sim;
+    e.profile = su->profile;
+    e.jobs = make_jobs(su->w, su->n);
+    e.njobs = su->n;
+    e.run_id = strdup("sim");
+    e.sim = cs_sim_new(su->node, su->apps, su->model, su->seed, su->noise, su->topo);
+    for (int i = 0; i < su->n; i++)
+        if (cs_sim_add_job(e.sim, e.jobs[i], su->w[i].app) < 0)
+            goto out;
+    if ((e.policy = cs_policy_load(policy, su->search, su->nsearch, NULL, 0)) == NULL)
+        goto out;
+    if (tracefile && (e.trace = fopen(tracefile, "we")) == NULL) {
+        cs_err("--trace %s: %s", tracefile, strerror(errno));
+        goto out;
+    }
+    double t0 = wall_now();
+    r->status = cs_engine_run(&e);
+    r->wall_s = wall_now() - t0;
+    r->policy = policy;
+    r->virtual_s = cs_now() - e.t0;
+    r->steps = (unsigned long long)e.step_seq;
+    r->completions = calloc(su->n, sizeof *r->completions);
+    r->cpu_s = calloc(su->n, sizeof *r->cpu_s);
+    for (int i = 0; i < su->n; i++) {
+        struct cs_job *j = e.jobs[i];
+        r->completions[i] = j->runs_done + (j->failed ? 0 : cs_sim_fraction(e.sim, j));
+        r->cpu_s[i] = j->cpu_ns * 1e-9;
+    }
+    rc = 0;
+out:
+    if (e.trace)
+        fclose(e.trace);
+    if (e.policy)
+        cs_policy_free(e.policy);
+    for (int i = 0; i < su->n; i++)
+        cs_job_free(e.jobs[i]);
+    free(e.jobs);
+    free(e.run_id);
+    cs_sim_free(e.sim);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- oracle */
+
+struct oracle {
+    int n, ngroups;
+    double *thr, *standalone, total;
+    char *schedule;
+    int exact;
+};
+
+/* The first (half 0) or second (half 1) half of the managed cores, in topology order. */
+static hwloc_bitmap_t half_cpus(const struct setup *su, int half)
+{
+    hwloc_bitmap_t b = hwloc_bitmap_alloc();
+    int nc = 0, k = 0;
+    for (int c = 0; c < su->topo->ncores; c++)
+        nc += hwloc_bitmap_intersects(su->topo->cores[c].pus, su->managed);
+    for (int c = 0; c < su->topo->ncores; c++) {
+        if (!hwloc_bitmap_intersects(su->topo->cores[c].pus, su->managed))
+            continue;
+        if ((k < (nc + 1) / 2) == (half == 0))
+            hwloc_bitmap_or(b, b, su->topo->cores[c].pus);
+        k++;
+    }
+    hwloc_bitmap_and(b, b, su->managed);
+    return b;
+}
+
+static int cmp_desc(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+struct osearch {
+    int n;
+    double *single;      /* [i] best normalised rate alone (full or half cores) */
+    int *single_half;    /* [i] 1 if that best is on half the cores */
+    double *pair;        /* [i*n+k] normalised rate of i beside k (i on half 0, k on half 1) */
+    int *group;          /* current partition: partner of i, or i itself */
+    int *best;
+    double best_val;
+};
+
+static void enumerate(struct osearch *o, int *used, int ngroups, double sum)
+{
+    int i = 0;
+    while (i < o->n && used[i])
+        i++;
+    if (i == o->n) {
+        double v = sum / ngroups;
+        if (v > o->best_val + 1e-12) {
+            o->best_val = v;
+            memcpy(o->best, o->group, o->n * sizeof *o->best);
+        }
+        return;
+    }
+    used[i] = 1;
+    o->group[i] = i;
+    enumerate(o, used, ngroups + 1, sum + o->single[i]);
+    for (int k = i + 1; k < o->n; k++) {
+        if (used[k])
+            continue;
+        used[k] = 1;
+        o->group[i] = k;
+        o->group[k] = i;
+        enumerate(o, used, ngroups + 1, sum + o->pair[i * o->n + k] + o->pair[k * o->n + i]);
+        used[k] = 0;
+    }
+    used[i] = 0;
+}
+
+static int compute_oracle(struct setup *su, struct oracle *or_)
+{
+    int n = su->n;
+    struct cs_job **jobs = make_jobs(su->w, n);
+    struct cs_sim *s = cs_sim_new(su->node, su->apps, su->model, su->seed, 0, su->topo);
+    hwloc_bitmap_t h0 = half_cpus(su, 0), h1 = half_cpus(su, 1);
+    struct osearch o = { .n = n };
+    int rc = -1;
+
+    for (int i = 0; i < n; i++)
+        if (cs_sim_add_job(s, jobs[i], su->w[i].app) < 0)
+            goto out;
+    or_->n = n;
+    or_->thr = calloc(n, sizeof *or_->thr);
+    or_->standalone = calloc(n, sizeof *or_->standalone);
+    o.single = calloc(n, sizeof *o.single);
+    o.single_half = calloc(n, sizeof *o.single_half);
+    o.pair = calloc((size_t)n * n, sizeof *o.pair);
+    o.group = calloc(n, sizeof *o.group);
+    o.best = calloc(n, sizeof *o.best);
+    for (int i = 0; i < n; i++) {
+        int id = i + 1;
+        double full, half;
+        hwloc_const_bitmap_t c[1] = { su->managed };
+        cs_sim_steady(s, &id, c, 1, &full);
+        c[0] = h0;
+        cs_sim_steady(s, &id, c, 1, &half);
+        or_->standalone[i] = full;
+        if (full <= 0) {
+            cs_err("oracle: job %d (%s) makes no progress alone on the node", id, su->w[i].app->name);
+            goto out;
+        }
+        o.single[i] = (half > full ? half : full) / full;
+        o.single_half[i] = half > full;
+    }
+    for (int i = 0; i < n; i++)
+        for (int k = i + 1; k < n; k++) {
+            int ids[2] = { i + 1, k + 1 };
+            hwloc_const_bitmap_t c[2] = { h0, h1 };
+            double r[2];
+            cs_sim_steady(s, ids, c, 2, r);
+            o.pair[i * n + k] = r[0] / or_->standalone[i];
+            o.pair[k * n + i] = r[1] / or_->standalone[k];
+        }
+    size_t len = 64 + (size_t)n * 160;
+    or_->schedule = calloc(1, len);
+    if (n <= 8) {
+        int used[n];
+        memset(used, 0, sizeof used);
+        o.best_val = -1;
+        enumerate(&o, used, 0, 0);
+        int G = 0;
+        for (int i = 0; i < n; i++)
+            G += o.best[i] >= i;
+        or_->ngroups = G;
+        or_->exact = 1;
+        or_->total = o.best_val;
+        snprintf(or_->schedule, len, "round robin over %d configuration(s), one per quantum:", G);
+        for (int i = 0; i < n; i++) {
+            int k = o.best[i];
+            if (k == i) {
+                or_->thr[i] = o.single[i] * or_->standalone[i] / G;
+                snprintf(or_->schedule + strlen(or_->schedule), len - strlen(or_->schedule), " [%s alone on %s]",
+                         jobs[i]->name, o.single_half[i] ? "half the cores" : "all cores");
+            } else {
+                or_->thr[i] = o.pair[i * n + k] * or_->standalone[i] / G;
+                if (k > i)
+                    snprintf(or_->schedule + strlen(or_->schedule), len - strlen(or_->schedule),
+                             " [%s + %s, folded on half the cores each]", jobs[i]->name, jobs[k]->name);
+            }
+        }
+    } else {
+        /* too many partitions: an upper bound.  A partition with p pairs has
+         * n - p groups and a total of at most the p largest pair values plus
+         * the n - 2p largest single values (pairs need not be disjoint in the
+         * bound), divided by n - p; the bound is the largest over p.  The
+         * per-job throughputs are those of a greedy pairing (feasible). */
+        int np = n * (n - 1) / 2, q = 0;
+        double *pv = calloc(np, sizeof *pv), *sv = calloc(n, sizeof *sv);
+        for (int i = 0; i < n; i++) {
+            sv[i] = o.single[i];
+            for (int k = i + 1; k < n; k++)
+                pv[q++] = o.pair[i * n + k] + o.pair[k * n + i];
+        }
+        qsort(pv, np, sizeof *pv, cmp_desc);
+        qsort(sv, n, sizeof *sv, cmp_desc);
+        double bound = 0;
+        for (int p = 0; 2 * p <= n; p++) {
+            double sum = 0;
+            for (int k = 0; k < p; k++)
+                sum += pv[k];
+            for (int k = 0; k < n - 2 * p; k++)
+                sum += sv[k];
+            if (sum / (n - p) > bound)
+                bound = sum / (n - p);
+        }
+        free(pv);
+        free(sv);
+        int used[n];
+        memset(used, 0, sizeof used);
+        int G = 0;
+        for (int i = 0; i < n; i++) {
+            if (used[i])
+                continue;
+            used[i] = 1;
+            int best = -1;
+            double bv = 2 * o.single[i];
+            for (int k = i + 1; k < n; k++)
+                if (!used[k] && o.pair[i * n + k] + o.pair[k * n + i] > bv) {
+                    bv = o.pair[i * n + k] + o.pair[k * n + i];
+                    best = k;
+                }
+            o.group[i] = best >= 0 ? best : i;
+            if (best >= 0) {
+                used[best] = 1;
+                o.group[best] = i;
+            }
+            G++;
+        }
+        for (int i = 0; i < n; i++)
+            or_->thr[i] = (o.group[i] == i ? o.single[i] : o.pair[i * n + o.group[i]]) * or_->standalone[i] / G;
+        or_->ngroups = G;
+        or_->exact = 0;
+        or_->total = bound;
+        snprintf(or_->schedule, len, "upper bound for %d jobs (more than 8: no exhaustive search): total is "
+                 "the best over p of (p largest pair values + n-2p largest single values)/(n-p); per-job "
+                 "throughput from a greedy pairing into %d configurations", n, G);
+    }
+    rc = 0;
+out:
+    free(o.single);
+    free(o.single_half);
+    free(o.pair);
+    free(o.group);
+    free(o.best);
+    hwloc_bitmap_free(h0);
+    hwloc_bitmap_free(h1);
+    cs_sim_free(s);
+    for (int i = 0; i < n; i++)
+        cs_job_free(jobs[i]);
+    free(jobs);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- calibration */
+
+/*
+ * --calibrate: the tables share/sim/README.md quotes, from steady rates of
+ * every app of the apps file (or of --mix/--workload) on the node:
+ *   fold  = runs/s on half the cores / on all cores, alone (paper 001 Fig. 6);
+ *   pairs = slowdown of each app beside each other, both folded on half the
+ *           cores (TFT), relative to folded alone, averaged per class pair
+ *           (paper 001 Fig. 4: imposed along the columns, suffered along the rows);
+ *   cfs   = pace (instructions per CPU cycle / alone) of each app sharing all
+ *           cores with stream, jacobi or 3mm under the linux model (Sec. 4.3, Fig. 8).
+ */
+static int calibrate(struct setup *su)
+{
+    int n = su->n;
+    struct cs_job **jobs = make_jobs(su->w, n);
+    struct cs_sim *s = cs_sim_new(su->node, su->apps, su->model, su->seed, 0, su->topo);
+    hwloc_bitmap_t h0 = half_cpus(su, 0), h1 = half_cpus(su, 1);
+    double *full = calloc(n, sizeof *full), *half = calloc(n, sizeof *half);
+    double sum[3][3] = { { 0 } }, cnt[3][3] = { { 0 } };
+    const char *cls = "SCN";
+    int rc = -1;
+
+    for (int i = 0; i < n; i++)
+        if (cs_sim_add_job(s, jobs[i], su->w[i].app) < 0)
+            goto out;
+    printf("%-12s %5s %9s %9s %7s\n", "app", "class", "alone/s", "folded/s", "fold");
+    for (int i = 0; i < n; i++) {
+        int id = i + 1;
+        hwloc_const_bitmap_t c[1] = { su->managed };
+        cs_sim_steady(s, &id, c, 1, &full[i]);
+        c[0] = h0;
+        cs_sim_steady(s, &id, c, 1, &half[i]);
+        printf("%-12s %5c %9.4f %9.4f %7.3f\n", jobs[i]->name, su->w[i].app->cls ? su->w[i].app->cls : '-',
+               full[i], half[i], full[i] > 0 ? half[i] / full[i] : 0);
+    }
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < n; k++) {
+            if (i == k || !su->w[i].app->cls || !su->w[k].app->cls)
+                continue;
+            int ids[2] = { i + 1, k + 1 };
+            hwloc_const_bitmap_t c[2] = { h0, h1 };
+            double r[2];
+            cs_sim_steady(s, ids, c, 2, r);
+            int a = (int)(strchr(cls, su->w[i].app->cls) - cls), b = (int)(strchr(cls, su->w[k].app->cls) - cls);
+            sum[a][b] += r[0] > 0 ? half[i] / r[0] : 0;
+            cnt[a][b]++;
+        }
+    printf("\nmean slowdown beside a co-runner, both folded (TFT); row suffers, column imposes\n%8s", "");
+    for (int b = 0; b < 3; b++)
+        printf(" %7c", cls[b]);
+    printf("\n");
+    for (int a = 0; a < 3; a++) {
+        printf("%8c", cls[a]);
+        for (int b = 0; b < 3; b++)
+            printf(" %7.3f", cnt[a][b] ? sum[a][b] / cnt[a][b] : NAN);
+        printf("\n");
+    }
+    static const char *const hogs[] = { "stream", "jacobi", "3mm" };
+    printf("\npace (IPC / IPC alone) sharing all cores with a co-runner under the linux model\n%-12s", "app");
+    for (int h = 0; h < 3; h++)
+        printf(" %8s", hogs[h]);
+    printf("\n");
+    for (int i = 0; i < n; i++) {
+        printf("%-12s", jobs[i]->name);
+        for (int h = 0; h < 3; h++) {
+            int k = -1;
+            for (int x = 0; x < n; x++)
+                if (strcmp(su->w[x].app->name, hogs[h]) == 0)
+                    k = x;
+            if (k < 0 || k == i) {
+                printf(" %8s", "-");
+                continue;
+            }
+            int ids[2] = { i + 1, k + 1 };
+            hwloc_const_bitmap_t c[2] = { su->managed, su->managed };
+            double r[2];
+            cs_sim_steady(s, ids, c, 2, r);
+            /* both teams spread over all cores: each gets the CPU share of its threads */
+            double share = (double)su->w[i].threads / (su->w[i].threads + su->w[k].threads);
+            printf(" %8.3f", full[i] > 0 ? r[0] / full[i] / share : 0);
+        }
+        printf("\n");
+    }
+    rc = 0;
+out:
+    free(full);
+    free(half);
+    hwloc_bitmap_free(h0);
+    hwloc_bitmap_free(h1);
+    cs_sim_free(s);
+    for (int i = 0; i < n; i++)
+        cs_job_free(jobs[i]);
+    free(jobs);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- output */
+
+static void json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; s && *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c < 0x20)
+            fprintf(f, "\\u%04x", c);
+        else
+            fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+static void json_num(FILE *f, double v)
+{
+    if (isfinite(v))
+        fprintf(f, "%.10g", v);
+    else
+        fputs("null", f);
+}
+
+int cs_cmd_simulate(int argc, char **argv)
+{
+    struct option lo[NOPTS + 1];
+    const char *nodespec = NULL, *appspec = NULL, *workload = NULL, *mix = NULL, *policies = "tft",
+               *tracefile = NULL, *model = "analytic";
+    char **ppath = NULL, *nodefile = NULL, *appsfile = NULL, *synth = NULL, *polcopy = NULL;
+    char **pols = NULL;
+    int nppath = 0, npols = 0, json = 0, want_oracle = 0, c, status = 2, quiet = 0, calib = 0;
+    struct setup su = { .seed = 1, .quantum = 1.0 };
+    struct cs_sim_node *node = NULL;
+    struct cs_sim_apps *apps = NULL;
+    struct cs_profile *profile = NULL;
+    struct result *res = NULL;
+    struct oracle orc = { 0 };
+    long v;
+
+    for (size_t i = 0; i < NOPTS; i++)
+        lo[i] = (struct option){ opts[i].name, opts[i].has_arg ? required_argument : no_argument, NULL, opts[i].id };
+    lo[NOPTS] = (struct option){ 0 };
+    opterr = 0;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "+:vqh", lo, NULL)) != -1) {
+        switch (c) {
+        case O_NODE: nodespec = optarg; break;
+        case O_APPS: appspec = optarg; break;
+        case O_WORKLOAD: workload = optarg; break;
+        case O_MIX: mix = optarg; break;
+        case O_POLICY: policies = optarg; break;
+        case O_MODEL: model = optarg; break;
+        case O_TRACE: tracefile = optarg; break;
+        case O_JSON: json = 1; break;
+        case O_ORACLE: want_oracle = 1; break;
+        case O_CALIBRATE: calib = 1; break;
+        case O_WINDOW:
+            if (cs_parse_duration(optarg, &su.window) < 0 || su.window < 0.1 || su.window > 1e8)
+                BAD("--window '%s': expected a duration from 0.1 s to 1e8 s (plain numbers are seconds)", optarg);
+            break;
+        case O_QUANTUM:
+            if (cs_parse_duration(optarg, &su.quantum) < 0 || su.quantum < 0.010 || su.quantum > 60.0)
+                BAD("--quantum '%s': expected a duration from 10ms to 60s (e.g. 250ms, 1s)", optarg);
+            break;
+        case O_SEED:
+            if (cs_parse_long(optarg, 0, 0x7fffffffffffffffL, &v) < 0)
+                BAD("--seed '%s': expected a non-negative integer", optarg);
+            su.seed = (uint64_t)v;
+            break;
+        case O_NOISE: {
+            char *end;
+            errno = 0;
+            su.noise = strtod(optarg, &end);
+            if (errno || end == optarg || *end || !(su.noise >= 0 && su.noise <= 1))
+                BAD("--noise '%s': expected a fraction from 0 to 1 (0.05 = 5 %% relative noise)", optarg);
+            break;
+        }
+        case O_POLICY_PATH:
+            ppath = realloc(ppath, (nppath + 1) * sizeof *ppath);
+            ppath[nppath++] = optarg;
+            break;
+        case 'v':
+        case O_VERBOSE: cs_verbosity++; break;
+        case 'q':
+        case O_QUIET: cs_verbosity = CS_LOG_WARN; quiet = 1; break;
+        case 'h':
+        case O_HELP:
+            help();
+            status = 0;
+            goto out;
+        case ':':
+            BAD("option %s needs an argument", argv[optind - 1]);
+        default:
+            BAD("unknown option '%s' (see cosched simulate --help)", argv[optind - 1]);
+        }
+    }
+    (void)quiet;
+    if (optind < argc)
+        BAD("cosched simulate takes no arguments ('%s'); jobs come from --workload or --mix", argv[optind]);
+    if (!nodespec)
+        BAD("--node FILE|NAME is missing (e.g. --node paper001; share/sim/README.md)");
+    if (!appspec)
+        BAD("--apps FILE|NAME is missing (e.g. --apps table2; share/sim/README.md)");
+    if (workload && mix)
+        BAD("give --workload or --mix, not both");
+    if (!workload && !mix && !calib)
+        BAD(workload ? "give --workload or --mix, not both" : "no jobs: give --workload FILE or --mix APP,APP,...");
+    if (strcmp(model, "analytic") == 0)
+        su.model = CS_SIM_ANALYTIC;
+    else if (strcmp(model, "empirical") == 0)
+        su.model = CS_SIM_EMPIRICAL;
+    else
+        BAD("--model '%s': expected analytic or empirical", model);
+
+    if (!(nodefile = model_path(nodespec, "node")))
+        BAD("--node %s: no such file, and no %s.node in %s/sim or %s/share/sim", nodespec, nodespec, cs_datadir(),
+            cs_datadir());
+    if (!(appsfile = model_path(appspec, "apps")))
+        BAD("--apps %s: no such file, and no %s.apps in %s/sim or %s/share/sim", appspec, appspec, cs_datadir(),
+            cs_datadir());
+    if (!(node = cs_sim_node_load(nodefile)) || !(apps = cs_sim_apps_load(appsfile)))
+        goto out;
+    su.node = node;
+    su.apps = apps;
+    synth = cs_sim_node_synthetic(node);
+    if (!(su.topo = cs_topo_load(synth)))
+        BAD("%s: hwloc cannot build the node's topology (%s)", nodefile, synth);
+    su.managed = hwloc_bitmap_dup(su.topo->all_pus);
+
+    if (workload) {
+        if (load_workload(workload, apps, &su.w, &su.n) < 0)
+            goto out;
+    } else if (!mix) {
+        for (int i = 0; i < apps->napps; i++)
+            add_wjob(&su.w, &su.n, apps, apps->apps[i].name, "--calibrate");
+    } else {
+        char *copy = strdup(mix), *save = NULL;
+        int bad = 0;
+        for (char *t = strtok_r(copy, ",", &save); t && !bad; t = strtok_r(NULL, ",", &save))
+            bad = add_wjob(&su.w, &su.n, apps, t, "--mix") < 0;
+        free(copy);
+        if (bad)
+            goto out;
+        if (su.n == 0)
+            BAD("--mix '%s': expected APP,APP,...", mix);
+    }
+    int ncores = su.topo->ncores;
+    for (int i = 0; i < su.n; i++) {
+        if (su.w[i].threads > ncores) {
+            if (su.w[i].explicit_threads)
+                BAD("job %d (%s): %d threads but node %s has %d cores", i + 1, su.w[i].app->name, su.w[i].threads,
+                    node->name, ncores);
+            su.w[i].threads = ncores;
+        }
+    }
+    if (calib) {
+        status = calibrate(&su) < 0 ? 1 : 0;
+        goto out;
+    }
+    if (want_oracle && su.n > 64)
+        BAD("--oracle: at most 64 jobs (%d given)", su.n);
+
+    /* policies: every one must load before any runs */
+    su.search = cs_policy_search_path(ppath, nppath, &su.nsearch);
+    polcopy = strdup(policies);
+    {
+        char *save = NULL;
+        for (char *t = strtok_r(polcopy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+            for (int k = 0; k < npols; k++)
+                if (strcmp(pols[k], t) == 0)
+                    BAD("--policy: %s is named twice", t);
+            struct cs_policy *p = cs_policy_load(t, su.search, su.nsearch, NULL, 0);
+            if (!p)
+                goto out;
+            cs_policy_free(p);
+            pols = realloc(pols, (npols + 1) * sizeof *pols);
+            pols[npols++] = t;
+        }
+    }
+    if (npols == 0)
+        BAD("--policy '%s': expected P1,P2,... (`cosched policies` lists them)", policies);
+    if (!(profile = cs_profile_find("sim", NULL, 0)))
+        goto out;
+    su.profile = profile;
+    {
+        /* the model must be able to run every job before any policy runs */
+        struct cs_job **jobs = make_jobs(su.w, su.n);
+        struct cs_sim *s = cs_sim_new(node, apps, su.model, su.seed, 0, su.topo);
+        int bad = 0;
+        for (int i = 0; i < su.n && !bad; i++)
+            bad = cs_sim_add_job(s, jobs[i], su.w[i].app) < 0;
+        cs_sim_free(s);
+        for (int i = 0; i < su.n; i++)
+            cs_job_free(jobs[i]);
+        free(jobs);
+        if (bad)
+            goto out;
+    }
+    if (tracefile) {
+        FILE *t = fopen(tracefile, "we");
+        if (!t)
+            BAD("--trace %s: %s", tracefile, strerror(errno));
+        fclose(t);
+    }
+
+    cs_info("simulate: node %s, apps %s, model %s, %d job(s), %d polic%s, quantum %g s%s", node->name, apps->name,
+            model, su.n, npols, npols == 1 ? "y" : "ies", su.quantum, su.window > 0 ? ", window" : "");
+    res = calloc(npols, sizeof *res);
+    status = 0;
+    for (int k = 0; k < npols; k++) {
+        char *tf = tracefile ? (npols == 1 ? strdup(tracefile) : cs_strdup_printf("%s.%s", tracefile, pols[k])) : NULL;
+        int rc = run_policy(&su, pols[k], tf, &res[k]);
+        free(tf);
+        if (rc < 0) {
+            status = 1;
+            goto out;
+        }
+        if (res[k].status && !status)
+            status = res[k].status;
+    }
+    if (want_oracle && compute_oracle(&su, &orc) < 0) {
+        status = 1;
+        goto out;
+    }
+
+    if (json) {
+        FILE *f = stdout;
+        fputs("{\"node\": ", f);
+        json_str(f, node->name);
+        fputs(", \"apps\": ", f);
+        json_str(f, apps->name);
+        fputs(", \"model\": ", f);
+        json_str(f, model);
+        fprintf(f, ", \"seed\": %llu, \"window\": ", (unsigned long long)su.seed);
+        json_num(f, su.window);
+        fputs(", \"quantum\": ", f);
+        json_num(f, su.quantum);
+        fputs(",\n \"results\": [", f);
+        for (int k = 0; k < npols; k++) {
+            struct result *r = &res[k];
+            fprintf(f, "%s\n  {\"policy\": ", k ? "," : "");
+            json_str(f, r->policy);
+            fputs(", \"virtual_s\": ", f);
+            json_num(f, r->virtual_s);
+            fputs(", \"wall_s\": ", f);
+            json_num(f, r->wall_s);
+            fprintf(f, ", \"steps\": %llu, \"jobs\": [", r->steps);
+            for (int i = 0; i < su.n; i++) {
+                fprintf(f, "%s\n    {\"id\": %d, \"app\": ", i ? "," : "", i + 1);
+                json_str(f, su.w[i].app->name);
+                fputs(", \"completions\": ", f);
+                json_num(f, r->completions[i]);
+                fputs(", \"throughput\": ", f);
+                json_num(f, r->virtual_s > 0 ? r->completions[i] / r->virtual_s : 0);
+                fputs(", \"cpu_s\": ", f);
+                json_num(f, r->cpu_s[i]);
+                fputc('}', f);
+            }
+            fputs("]}", f);
+        }
+        fputs("]", f);
+        if (want_oracle) {
+            fputs(",\n \"oracle\": {\"throughput\": {", f);
+            for (int i = 0; i < su.n; i++) {
+                fprintf(f, "%s\"%d\": ", i ? ", " : "", i + 1);
+                json_num(f, orc.thr[i]);
+            }
+            fputs("}, \"total\": ", f);
+            json_num(f, orc.total);
+            fputs(", \"schedule\": ", f);
+            json_str(f, orc.schedule);
+            fputs(", \"standalone\": {", f);
+            for (int i = 0; i < su.n; i++) {
+                fprintf(f, "%s\"%d\": ", i ? ", " : "", i + 1);
+                json_num(f, orc.standalone[i]);
+            }
+            fputs("}}", f);
+        }
+        fputs("}\n", f);
+    } else {
+        printf("simulated node %s (%s), apps %s, model %s, seed %llu, quantum %g s, ", node->name, synth,
+               apps->name, model, (unsigned long long)su.seed, su.quantum);
+        if (su.window > 0)
+            printf("window %g s\n", su.window);
+        else
+            printf("no window (each job runs once)\n");
+        printf("%-10s %10s %8s %7s  %4s %-16s %11s %11s %9s\n", "policy", "virtual_s", "wall_s", "steps", "id",
+               "app", "completions", "runs/s", "cpu_s");
+        for (int k = 0; k < npols; k++)
+            for (int i = 0; i < su.n; i++) {
+                struct result *r = &res[k];
+                printf("%-10s %10.2f %8.3f %7llu  %4d %-16s %11.3f %11.5f %9.2f\n", i ? "" : r->policy,
+                       r->virtual_s, r->wall_s, r->steps, i + 1, su.w[i].app->name, r->completions[i],
+                       r->virtual_s > 0 ? r->completions[i] / r->virtual_s : 0, r->cpu_s[i]);
+            }
+        if (want_oracle) {
+            printf("oracle (%s): total normalised throughput %.4f\n  %s\n", orc.exact ? "exhaustive" : "bound",
+                   orc.total, orc.schedule);
+            for (int i = 0; i < su.n; i++)
+                printf("  %4d %-16s %11.5f runs/s (alone %.5f)\n", i + 1, su.w[i].app->name, orc.thr[i],
+                       orc.standalone[i]);
+        }
+    }
+    fflush(stdout);
+
+out:
+    if (res)
+        for (int k = 0; k < npols; k++) {
+            free(res[k].completions);
+            free(res[k].cpu_s);
+        }
+    free(res);
+    free(orc.thr);
+    free(orc.standalone);
+    free(orc.schedule);
+    free(pols);
+    free(polcopy);
+    for (int i = 0; i < su.nsearch; i++)
+        free(su.search[i]);
+    free(su.search);
+    free(su.w);
+    if (su.managed)
+        hwloc_bitmap_free(su.managed);
+    cs_topo_free(su.topo);
+    cs_profile_free(profile);
+    cs_sim_node_free(node);
+    cs_sim_apps_free(apps);
+    free(nodefile);
+    free(appsfile);
+    free(synth);
+    free(ppath);
+    return status;
+}
