@@ -27,6 +27,11 @@ k_default(n) -> 4 when n > 4, else 2 (Sec. 4.4: "K = 4 for workloads with
     choice there, K = 4 would run every job every epoch).
 select(entries, k) -> the k oldest entries { id =, age =, wt = }, sorted by
     age descending, then WT descending, then id ascending (a new list).
+    A full sort when k is more than an eighth of the entries, else top().
+top(entries, k [, skip]) -> the same by selection: one pass keeping the k
+    oldest in order, O(n) comparisons plus O(k) per entry that enters (few
+    when k is small); entries for which skip(e) is true are left out.
+older(a, b) -> a comes before b in that order.
 
 tracker(reference) -> tr
     Keeps each job's last contention penalty between epochs.
@@ -83,17 +88,41 @@ function M.k_default(n)
   return n > 4 and 4 or 2
 end
 
+local function older(a, b)
+  if a.age ~= b.age then return a.age > b.age end
+  if a.wt ~= b.wt then return a.wt > b.wt end
+  return a.id < b.id
+end
+M.older = older
+
 function M.select(entries, k)
-  local l = {}
-  for i, e in ipairs(entries) do l[i] = e end
-  table.sort(l, function(a, b)
-    if a.age ~= b.age then return a.age > b.age end
-    if a.wt ~= b.wt then return a.wt > b.wt end
-    return a.id < b.id
-  end)
-  local out = {}
-  for i = 1, math.min(k, #l) do out[i] = l[i] end
-  return out
+  local n = #entries
+  if k >= n or k * 8 > n then                 -- most of them: sort
+    local l = {}
+    for i = 1, n do l[i] = entries[i] end
+    table.sort(l, older)
+    for i = n, k + 1, -1 do l[i] = nil end
+    return l
+  end
+  return M.top(entries, k)
+end
+
+function M.top(entries, k, skip)
+  local best, nb = {}, 0
+  if k <= 0 then return best end
+  for i = 1, #entries do
+    local e = entries[i]
+    if not (skip and skip(e)) and (nb < k or older(e, best[nb])) then
+      local j = nb < k and nb + 1 or nb
+      while j > 1 and older(e, best[j - 1]) do
+        best[j] = best[j - 1]
+        j = j - 1
+      end
+      best[j] = e
+      if nb < k then nb = nb + 1 end
+    end
+  end
+  return best
 end
 
 local T = {}

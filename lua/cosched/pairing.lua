@@ -448,29 +448,43 @@ function Src:begin(snap)
     ctx.pending = #part.jobs > 0 or #part.waiting > 0
     if #part.jobs > 0 then ctx.budget = part.left end
   end
-  -- c:info_raw() is the record itself (read-only here): no copies per job
+  -- c:info_raw() is the record itself (read-only here): no copies per job.
+  -- The info tables are kept per job and refilled in place every epoch (a
+  -- fresh table per job and epoch was most of this function's garbage);
+  -- they are valid until the next begin().
   local ready, info, byid, nready = ctx.ready, ctx.info, ctx.byid, 0
   local norm = M.norm_class
+  local keep = self.info_keep
+  if not keep or self.info_n > 2 * #snap.jobs + 64 then
+    keep, self.info_n = {}, 0
+    self.info_keep = keep
+  end
   for _, job in ipairs(snap.jobs) do
     local id = job.id
     local r = c and c:info_raw(id)
     if not c or (r and not r.characterizing) then
       local last = job.last
       local m = last and last.counted and last.metrics or nil
-      local e
+      local e = keep[id]
+      if not e then
+        e = {}
+        keep[id] = e
+        self.info_n = self.info_n + 1
+      end
       if r then
         local bw = r.bw
-        e = {
-          class = norm(r.class or r.hint or "unknown"), bw_llc = finite(bw and bw.llc), mpki = finite(r.mpki),
-          ipc_standalone = finite(r.ipc_s), ipc_folded = finite(r.ipc_f),
-          fp = finite(r.fp), cores_standalone = r.k_s,
-          cores_folded = r.k_f, gang_only = r.gang_only and true or false,
-        }
+        e.class, e.bw_llc, e.mpki = norm(r.class or r.hint or "unknown"), finite(bw and bw.llc), finite(r.mpki)
+        e.ipc_standalone, e.ipc_folded, e.fp = finite(r.ipc_s), finite(r.ipc_f), finite(r.fp)
+        e.cores_standalone, e.cores_folded, e.gang_only = r.k_s, r.k_f, r.gang_only and true or false
       else
-        e = { class = norm(job.class), gang_only = false }
+        e.class, e.bw_llc, e.mpki = norm(job.class), nil, nil
+        e.ipc_standalone, e.ipc_folded, e.fp = nil, nil, nil
+        e.cores_standalone, e.cores_folded, e.gang_only = nil, nil, false
       end
       if m then
         e.last_bw_llc, e.last_mem_bw, e.last_mpki = finite(m.bw_llc), finite(m.mem_bw), finite(m.mpki)
+      else
+        e.last_bw_llc, e.last_mem_bw, e.last_mpki = nil, nil, nil
       end
       nready = nready + 1
       ready[nready] = job

@@ -409,18 +409,42 @@ local function plan(snap)
   mean = mean / n
   for _, job in ipairs(snap.jobs) do S.credit[job.id] = S.credit[job.id] - mean end
 
+  -- the slots jobs first in this order: never ran, more whole credit, the
+  -- epoch's shuffle key, id.  Keys in arrays, read once; a selection of the
+  -- first slots (one pass) rather than a sort of all n.
+  local jobs = snap.jobs
+  local nr, cr, hk, ids = {}, {}, {}, {}
+  for i = 1, n do
+    local job = jobs[i]
+    local id = job.id
+    nr[i], cr[i], hk[i], ids[i] = job.quanta_run == 0, math.floor(S.credit[id] + 1e-9), hashkey(id, snap.epoch), id
+  end
+  local function before(a, b)
+    if nr[a] ~= nr[b] then return nr[a] end
+    if cr[a] ~= cr[b] then return cr[a] > cr[b] end
+    if hk[a] ~= hk[b] then return hk[a] < hk[b] end
+    return ids[a] < ids[b]
+  end
+  local best, nb = {}, 0
+  if slots * 8 > n then                       -- most of them: sort
+    for i = 1, n do best[i] = i end
+    table.sort(best, before)
+    for i = n, slots + 1, -1 do best[i] = nil end
+    nb = #best
+  end
+  for i = 1, (nb > 0 and 0 or n) do
+    if nb < slots or before(i, best[nb]) then
+      local j = nb < slots and nb + 1 or nb
+      while j > 1 and before(i, best[j - 1]) do
+        best[j] = best[j - 1]
+        j = j - 1
+      end
+      best[j] = i
+      if nb < slots then nb = nb + 1 end
+    end
+  end
   local order = {}
-  for i, job in ipairs(snap.jobs) do order[i] = job end
-  local key = {}
-  for _, job in ipairs(order) do key[job.id] = hashkey(job.id, snap.epoch) end
-  table.sort(order, function(a, b)
-    local na, nb = a.quanta_run == 0, b.quanta_run == 0
-    if na ~= nb then return na end
-    local ca, cb = math.floor(S.credit[a.id] + 1e-9), math.floor(S.credit[b.id] + 1e-9)
-    if ca ~= cb then return ca > cb end
-    if key[a.id] ~= key[b.id] then return key[a.id] < key[b.id] end
-    return a.id < b.id
-  end)
+  for i = 1, nb do order[i] = jobs[best[i]] end
 
   local G = math.max(1, math.min(D, math.ceil(slots / p.corun)))
   local groups = llc_groups(snap, G)

@@ -139,6 +139,7 @@ bound jobs (Sec. 6) belong to another scheduler.
 local pairing = require "cosched.pairing"
 local ageing = require "cosched.ageing"
 
+local pool = { n = 0 }                  -- id -> its entry, refilled each plan
 local src, tr, k_param, split, pair_quanta
 local W = { w1 = 1, w2 = 1, w3 = 2 }
 
@@ -193,23 +194,27 @@ return {
     local ctx = src:begin(snap)
     tr:observe(snap, ctx.info)
     local n, tq = #snap.jobs, snap.quantum
+    -- one entry table per job, kept and refilled (valid for this plan only)
+    if pool.n > 2 * n + 64 then pool = { n = 0 } end
     local entries = {}
-    for _, job in ipairs(ctx.ready) do
-      local e = ctx.info[job.id]
-      entries[#entries + 1] = { id = job.id, wt = job.waited, class = e.class, gang = e.gang_only,
-        age = ageing.age(job.waited, n, tq, tr:cp(job.id), ageing.fp(e.fp), W) }
+    for i, job in ipairs(ctx.ready) do
+      local id, e = job.id, ctx.info[job.id]
+      local x = pool[id]
+      if not x then x = { id = id }; pool[id] = x; pool.n = pool.n + 1 end
+      x.wt, x.class, x.gang = job.waited, e.class, e.gang_only
+      x.age = ageing.age(job.waited, n, tq, tr:cp(id), ageing.fp(e.fp), W)
+      entries[i] = x
     end
     local steps = {}
     if #entries > 0 and #ctx.budget > 0 then
       local D = pairing.domains(snap, ctx.budget)
       local K = (k_param or ageing.k_default(n)) * D
-      local all = ageing.select(entries, #entries)
-      local sel = {}
-      for i = 1, math.min(K, #all) do sel[i] = all[i] end
-      -- residual cores: the ready jobs in age order (pairing.fill_holes)
+      local sel = ageing.select(entries, K)
+      -- residual cores: the ready jobs in age order (pairing.fill_holes),
+      -- sorted only when a hole exists
       local fill = { ctx = ctx, order = function()
         local l = {}
-        for i, e in ipairs(all) do l[i] = ctx.byid[e.id] end
+        for i, e in ipairs(ageing.select(entries, #entries)) do l[i] = ctx.byid[e.id] end
         return l
       end }
       local rank, gang, units, foldable = {}, {}, {}, {}

@@ -83,6 +83,7 @@ possibility of interference itself"); it pairs jobs blindly - use flca.
 local pairing = require "cosched.pairing"
 local ageing = require "cosched.ageing"
 
+local pool = { n = 0 }                  -- id -> its entry, refilled each plan
 local src, tr, k_param, split
 local W = { w1 = 1, w2 = 1, w3 = 0 }
 
@@ -118,37 +119,40 @@ return {
     local ctx = src:begin(snap)
     tr:observe(snap, ctx.info)
     local n, tq = #snap.jobs, snap.quantum
+    -- one entry table per job, kept and refilled (valid for this plan only)
+    if pool.n > 2 * n + 64 then pool = { n = 0 } end
     local entries = {}
-    for _, job in ipairs(ctx.ready) do
-      local e = ctx.info[job.id]
-      entries[#entries + 1] = { id = job.id, wt = job.waited, gang = e.gang_only,
-        age = ageing.age(job.waited, n, tq, tr:cp(job.id), 0, W) }
+    for i, job in ipairs(ctx.ready) do
+      local id, e = job.id, ctx.info[job.id]
+      local x = pool[id]
+      if not x then x = { id = id }; pool[id] = x; pool.n = pool.n + 1 end
+      x.wt, x.gang = job.waited, e.gang_only
+      x.age = ageing.age(job.waited, n, tq, tr:cp(id), 0, W)
+      entries[i] = x
     end
     local steps = {}
     if #entries > 0 and #ctx.budget > 0 then
-      local order = ageing.select(entries, #entries)
+      -- the oldest job; unless it is gang-only, the k oldest non-gang jobs
+      -- (a selection, not a sort: cosched.ageing.top)
+      local oldest = ageing.top(entries, 1)[1]
       local units = {}
-      if order[1].gang then
-        units[1] = { order[1].id }
+      if oldest.gang then
+        units[1] = { oldest.id }
       else
         local k = k_param or 2 * pairing.domains(snap, ctx.budget)
         local cur
-        for _, e in ipairs(order) do
-          if k <= 0 then break end
-          if not e.gang then
-            if cur and #cur == 1 then
-              cur[2] = e.id
-            else
-              cur = { e.id }
-              units[#units + 1] = cur
-            end
-            k = k - 1
+        for _, e in ipairs(ageing.top(entries, k, function(x) return x.gang end)) do
+          if cur and #cur == 1 then
+            cur[2] = e.id
+          else
+            cur = { e.id }
+            units[#units + 1] = cur
           end
         end
       end
-      local fill = not order[1].gang and { ctx = ctx, order = function()
+      local fill = not oldest.gang and { ctx = ctx, order = function()
         local l = {}
-        for i, e in ipairs(order) do l[i] = ctx.byid[e.id] end
+        for i, e in ipairs(ageing.select(entries, #entries)) do l[i] = ctx.byid[e.id] end
         return l
       end } or nil
       local jobs, shared = pairing.place(snap, units, ctx.budget, true, split, fill)

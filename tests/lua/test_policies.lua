@@ -145,6 +145,56 @@ check("select: the K oldest by age, then WT, then id", function()
   local got = table.concat(ids, ",")
   return got == "2,4,3,5", got
 end)
+check("ageing.top (selection) = the first k of a full sort by age, WT, id: 300 random lists with ties, k 1..20", function()
+  math.randomseed(99)
+  for r = 1, 300 do
+    local n, k, l = math.random(1, 200), math.random(1, 20), {}
+    for i = 1, n do l[i] = { id = i, age = math.random(0, 5) / 2, wt = math.random(0, 3) } end
+    local full = {}
+    for i = 1, n do full[i] = l[i] end
+    table.sort(full, ageing.older)
+    local got = ageing.top(l, k)
+    local sel = ageing.select(l, k)
+    if #got ~= math.min(k, n) or #sel ~= #got then return false, ("round %d: %d/%d of %d"):format(r, #got, #sel, n) end
+    for i = 1, #got do
+      if got[i] ~= full[i] or sel[i] ~= full[i] then return false, ("round %d position %d"):format(r, i) end
+    end
+    local odd = ageing.top(l, k, function(e) return e.id % 2 == 1 end)
+    local j = 0
+    for _, e in ipairs(full) do
+      if e.id % 2 == 0 then
+        j = j + 1
+        if j > k then break end
+        if odd[j] ~= e then return false, ("round %d skip position %d"):format(r, j) end
+      end
+    end
+  end
+  return true
+end)
+check("rotation.pick (selection) = the first k of rotation.order; order = the documented rules, 300 random job lists", function()
+  local rotation = require "cosched.rotation"
+  math.randomseed(7)
+  for r = 1, 300 do
+    local n, k, jobs = math.random(1, 150), math.random(1, 12), {}
+    for i = 1, n do
+      jobs[i] = { id = 1000 - i, waited = math.random(0, 4) * 0.1 + math.random() * 0.01,
+                  quanta_run = math.random(0, 3) }
+    end
+    local snap = { quantum = 0.1, jobs = jobs }
+    local ord, got = rotation.order(snap), rotation.pick(snap, k)
+    for i = 2, #ord do
+      local a, b = ord[i - 1], ord[i]
+      local ka, kb = math.floor(a.waited / 0.1 + 0.5), math.floor(b.waited / 0.1 + 0.5)
+      local ok = (a.quanta_run == 0 and b.quanta_run ~= 0)
+        or ((a.quanta_run == 0) == (b.quanta_run == 0) and (ka > kb or (ka == kb and (a.quanta_run < b.quanta_run
+          or (a.quanta_run == b.quanta_run and a.id < b.id)))))
+      if not ok then return false, ("round %d: order broken at %d"):format(r, i) end
+    end
+    if #got ~= math.min(k, n) then return false, "size" end
+    for i = 1, #got do if got[i] ~= ord[i] then return false, ("round %d: pick %d"):format(r, i) end end
+  end
+  return true
+end)
 check("rounds: gang-only units alone, others D per round", function()
   local r = pairing.rounds({ { 1, 2 }, { 3 }, { 4, 5 }, { 6, 7 } }, 2, { [3] = true })
   return #r == 3 and #r[1].units == 1 and r[2].gang and #r[3].units == 2 and r[3].units[1][1] == 4

@@ -590,6 +590,19 @@ check("cachefair without counters: fair round robin (each job's quanta within 1 
   return hi - lo <= 1 and lo == 20 and n == 1, ("quanta %d..%d, logged %d"):format(lo, hi, n)
 end)
 
+check("cachefair with many jobs (selection of the running ones): 100 jobs, 2 per step, 300 epochs: each runs 6 times, +-1", function()
+  local p, params = load_policy("cachefair")
+  local node = fake.node { cores = 8, llcs = 1, quantum = 0.1 }
+  for _ = 1, 100 do node:add {} end
+  local runs = {}
+  for _ = 1, 300 do
+    local ran = epoch(node, p, params)
+    for _, step in ipairs(ran) do for _, x in ipairs(step.jobs) do runs[x.id] = (runs[x.id] or 0) + 1 end end
+  end
+  local lo, hi = math.huge, 0
+  for id = 1, 100 do lo, hi = math.min(lo, runs[id] or 0), math.max(hi, runs[id] or 0) end
+  return lo >= 5 and hi <= 7, ("runs %d..%d"):format(lo, hi)
+end)
 check("cachefair: fair = priority makes jobs with priority > 0 cache-fair, others best-effort", function()
   local p, params = load_policy("cachefair")
   local S = upvalue(p.plan, "S")
