@@ -665,6 +665,7 @@ struct sjob {
     const struct cs_sim_app *app;
     int appi;
     int threads;
+    int home;                   /* NUMA node OS index of its memory, -1 first touch */
     double ref;                 /* cores the app was calibrated on */
     double work;
     int nph;
@@ -859,7 +860,7 @@ void cs_sim_free(struct cs_sim *s)
     free(s);
 }
 
-int cs_sim_add_job(struct cs_sim *s, struct cs_job *j, const struct cs_sim_app *app)
+int cs_sim_add_job(struct cs_sim *s, struct cs_job *j, const struct cs_sim_app *app, int home)
 {
     if (j->id != s->nj + 1) {
         cs_err("simulate: job %d added out of order", j->id);
@@ -878,9 +879,14 @@ int cs_sim_add_job(struct cs_sim *s, struct cs_job *j, const struct cs_sim_app *
             return -1;
         }
     }
-    if (app->home >= s->nnuma) {
-        cs_err("%s:%d: app %s: home=%d but node %s has %d NUMA node(s)", s->a->file, app->line, app->name,
-               app->home, s->n->name, s->nnuma);
+    if (home == -2)
+        home = app->home;
+    int found = home < 0;
+    for (int N = 0; N < s->nnuma && !found; N++)
+        found = s->topo->numas[N].os_index == home;
+    if (!found) {
+        cs_err("job %d (%s): home=%d but node %s has %d NUMA node(s) (0-%d)", j->id, app->name, home, s->n->name,
+               s->nnuma, s->nnuma - 1);
         return -1;
     }
     s->j = realloc(s->j, (s->nj + 1) * sizeof *s->j);
@@ -890,6 +896,7 @@ int cs_sim_add_job(struct cs_sim *s, struct cs_job *j, const struct cs_sim_app *
     sj->app = app;
     sj->appi = ai;
     sj->threads = j->threads;
+    sj->home = home;
     sj->cpus = hwloc_bitmap_alloc();
     sj->mem = calloc(s->nnuma, sizeof *sj->mem);
     derive(s, sj);
@@ -1230,7 +1237,7 @@ int cs_sim_steady(struct cs_sim *s, const int *ids, hwloc_const_bitmap_t const *
         sjs[k] = &s->j[ids[k] - 1];
         ph[k] = 0;
         if (!sjs[k]->placed) {   /* memory where the first touch would put it */
-            int home = sjs[k]->app->home >= 0 ? numa_index(s, sjs[k]->app->home) : -1;
+            int home = sjs[k]->home >= 0 ? numa_index(s, sjs[k]->home) : -1;
             if (home < 0) {
                 int first = hwloc_bitmap_first(cpus[k]), core = first >= 0 ? cs_topo_core_of_pu(s->topo, first) : 0;
                 home = core >= 0 ? core_numa(s, core) : 0;
@@ -1283,7 +1290,7 @@ static void publish_memory(struct cs_sim *s, struct sjob *sj)
  * of the first core it runs on. */
 static void place_memory(struct cs_sim *s, struct sjob *sj)
 {
-    int home = sj->app->home >= 0 ? numa_index(s, sj->app->home) : -1;
+    int home = sj->home >= 0 ? numa_index(s, sj->home) : -1;
     if (home < 0) {
         int pu = hwloc_bitmap_first(sj->cpus), core = pu >= 0 ? cs_topo_core_of_pu(s->topo, pu) : -1;
         home = core >= 0 ? core_numa(s, core) : 0;

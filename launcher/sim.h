@@ -92,9 +92,10 @@ struct cs_sim;
  * removes it. */
 struct cs_sim *cs_sim_new(const struct cs_sim_node *n, const struct cs_sim_apps *a, enum cs_sim_model model,
                           uint64_t seed, double noise, const struct cs_topo *topo);
-/* Job j (id 1..) runs app with j->threads threads; -1 after cs_err() when the
- * model cannot run it (empirical model: app not in the matrix). */
-int cs_sim_add_job(struct cs_sim *s, struct cs_job *j, const struct cs_sim_app *app);
+/* Job j (id 1..) runs app with j->threads threads, its memory on NUMA node
+ * home (OS index; -2: the app's home=, -1: first touch); -1 after cs_err()
+ * when the model cannot run it (empirical model: app not in the matrix). */
+int cs_sim_add_job(struct cs_sim *s, struct cs_job *j, const struct cs_sim_app *app, int home);
 void cs_sim_free(struct cs_sim *s);
 
 /* control side (control_sim.c) */

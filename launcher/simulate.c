@@ -15,7 +15,8 @@
  * JSON (--json; the contract of share/eval/evaluate):
  *   {"node": NAME, "apps": NAME, "model": M, "seed": N, "window": S, "quantum": Q,
  *    "results": [{"policy": P, "virtual_s": .., "wall_s": .., "steps": ..,
- *                 "jobs": [{"id": .., "app": .., "completions": .., "throughput": .., "cpu_s": ..}]}],
+ *                 "jobs": [{"id": .., "app": .., "completions": .., "throughput": .., "cpu_s": ..
+ *                           [, "class": "S|C|N" when the policy characterized it]}]}],
  *    "oracle": {"throughput": {"ID": ..}, "total": .., "schedule": "..", "standalone": {"ID": ..}}}
  * completions = finished runs + the fraction of the run cut by the window;
  * throughput = completions per virtual second; "oracle" only with --oracle
@@ -99,7 +100,7 @@ static char *model_path(const char *spec, const char *ext)
     return NULL;
 }
 
-struct wjob { const struct cs_sim_app *app; int threads, explicit_threads; };
+struct wjob { const struct cs_sim_app *app; int threads, explicit_threads, home; };
 
 static int add_wjob(struct wjob **w, int *n, const struct cs_sim_apps *a, const char *name, const char *where)
 {
@@ -113,7 +114,7 @@ static int add_wjob(struct wjob **w, int *n, const struct cs_sim_apps *a, const 
         return -1;
     }
     *w = realloc(*w, (*n + 1) * sizeof **w);
-    (*w)[*n] = (struct wjob){ app, app->threads, 0 };
+    (*w)[*n] = (struct wjob){ app, app->threads, 0, -2 };
     (*n)++;
     return 0;
 }
@@ -130,7 +131,7 @@ static int load_workload(const char *path, const struct cs_sim_apps *a, struct w
         return -1;
     }
     while (getline(&line, &cap, f) >= 0) {
-        char *save = NULL, *tok[4];
+        char *save = NULL, *tok[8];
         int nt = 0;
         lineno++;
         char *hash = strchr(line, '#');
@@ -138,7 +139,7 @@ static int load_workload(const char *path, const struct cs_sim_apps *a, struct w
             *hash = '\0';
         for (char *t = strtok_r(line, " \t\r\n", &save); t; t = strtok_r(NULL, " \t\r\n", &save)) {
             if (nt == 3) {
-                cs_err("%s:%d: expected APP [threads=N], got more after '%s'", path, lineno, tok[1]);
+                cs_err("%s:%d: expected APP [threads=N] [home=NODE], got more after '%s'", path, lineno, tok[2]);
                 rc = -1;
                 goto done;
             }
@@ -151,15 +152,22 @@ static int load_workload(const char *path, const struct cs_sim_apps *a, struct w
             rc = -1;
             goto done;
         }
-        if (nt == 2) {
+        for (int k = 1; k < nt; k++) {
             long v;
-            if (strncmp(tok[1], "threads=", 8) != 0 || cs_parse_long(tok[1] + 8, 1, 4096, &v) < 0) {
-                cs_err("%s:%d: '%s': expected threads=N (1 to 4096)", path, lineno, tok[1]);
+            struct wjob *wj = &(*w)[*n - 1];
+            if (strncmp(tok[k], "threads=", 8) == 0 && !wj->explicit_threads &&
+                cs_parse_long(tok[k] + 8, 1, 4096, &v) == 0) {
+                wj->threads = (int)v;
+                wj->explicit_threads = 1;
+            } else if (strncmp(tok[k], "home=", 5) == 0 && wj->home == -2 &&
+                       cs_parse_long(tok[k] + 5, 0, 1023, &v) == 0) {
+                wj->home = (int)v;
+            } else {
+                cs_err("%s:%d: '%s': expected threads=N (1 to 4096) or home=NODE (a NUMA node number), each "
+                       "at most once", path, lineno, tok[k]);
                 rc = -1;
                 goto done;
             }
-            (*w)[*n - 1].threads = (int)v;
-            (*w)[*n - 1].explicit_threads = 1;
         }
     }
     if (*n == 0) {
@@ -178,6 +186,7 @@ struct result {
     unsigned long long steps;
     int status;
     double *completions, *cpu_s;
+    char *cls;                 /* per job: the class its characterization found, 0 none */
 };
 
 static double wall_now(void)
@@ -238,7 +247,7 @@ static int run_policy(struct setup *su, const char *policy, const char *tracefil
     e.run_id = strdup("sim");
     e.sim = cs_sim_new(su->node, su->apps, su->model, su->seed, su->noise, su->topo);
     for (int i = 0; i < su->n; i++)
-        if (cs_sim_add_job(e.sim, e.jobs[i], su->w[i].app) < 0)
+        if (cs_sim_add_job(e.sim, e.jobs[i], su->w[i].app, su->w[i].home) < 0)
             goto out;
     if ((e.policy = cs_policy_load(policy, su->search, su->nsearch, NULL, 0)) == NULL)
         goto out;
@@ -254,10 +263,12 @@ static int run_policy(struct setup *su, const char *policy, const char *tracefil
     r->steps = (unsigned long long)e.step_seq;
     r->completions = calloc(su->n, sizeof *r->completions);
     r->cpu_s = calloc(su->n, sizeof *r->cpu_s);
+    r->cls = calloc(su->n, 1);
     for (int i = 0; i < su->n; i++) {
         struct cs_job *j = e.jobs[i];
         r->completions[i] = j->runs_done + (j->failed ? 0 : cs_sim_fraction(e.sim, j));
         r->cpu_s[i] = j->cpu_ns * 1e-9;
+        r->cls[i] = j->result ? j->result->cls : 0;
     }
     rc = 0;
 out:
@@ -354,7 +365,7 @@ static int compute_oracle(struct setup *su, struct oracle *or_)
     int rc = -1;
 
     for (int i = 0; i < n; i++)
-        if (cs_sim_add_job(s, jobs[i], su->w[i].app) < 0)
+        if (cs_sim_add_job(s, jobs[i], su->w[i].app, su->w[i].home) < 0)
             goto out;
     or_->n = n;
     or_->thr = calloc(n, sizeof *or_->thr);
@@ -506,13 +517,13 @@ static int calibrate(struct setup *su)
     struct cs_job **jobs = make_jobs(su->w, n);
     struct cs_sim *s = cs_sim_new(su->node, su->apps, su->model, su->seed, 0, su->topo);
     hwloc_bitmap_t h0 = half_cpus(su, 0), h1 = half_cpus(su, 1);
-    double *full = calloc(n, sizeof *full), *half = calloc(n, sizeof *half);
+    double *full = calloc(n > 0 ? (size_t)n : 1, sizeof *full), *half = calloc(n > 0 ? (size_t)n : 1, sizeof *half);
     double sum[3][3] = { { 0 } }, cnt[3][3] = { { 0 } };
     const char *cls = "SCN";
     int rc = -1;
 
     for (int i = 0; i < n; i++)
-        if (cs_sim_add_job(s, jobs[i], su->w[i].app) < 0)
+        if (cs_sim_add_job(s, jobs[i], su->w[i].app, su->w[i].home) < 0)
             goto out;
     printf("%-12s %5s %9s %9s %7s\n", "app", "class", "alone/s", "folded/s", "fold");
     for (int i = 0; i < n; i++) {
@@ -777,7 +788,7 @@ int cs_cmd_simulate(int argc, char **argv)
         struct cs_sim *s = cs_sim_new(node, apps, su.model, su.seed, 0, su.topo);
         int bad = 0;
         for (int i = 0; i < su.n && !bad; i++)
-            bad = cs_sim_add_job(s, jobs[i], su.w[i].app) < 0;
+            bad = cs_sim_add_job(s, jobs[i], su.w[i].app, su.w[i].home) < 0;
         cs_sim_free(s);
         for (int i = 0; i < su.n; i++)
             cs_job_free(jobs[i]);
@@ -843,6 +854,8 @@ int cs_cmd_simulate(int argc, char **argv)
                 json_num(f, r->virtual_s > 0 ? r->completions[i] / r->virtual_s : 0);
                 fputs(", \"cpu_s\": ", f);
                 json_num(f, r->cpu_s[i]);
+                if (r->cls[i])
+                    fprintf(f, ", \"class\": \"%c\"", r->cls[i]);
                 fputc('}', f);
             }
             fputs("]}", f);
@@ -873,14 +886,15 @@ int cs_cmd_simulate(int argc, char **argv)
             printf("window %g s\n", su.window);
         else
             printf("no window (each job runs once)\n");
-        printf("%-10s %10s %8s %7s  %4s %-16s %11s %11s %9s\n", "policy", "virtual_s", "wall_s", "steps", "id",
-               "app", "completions", "runs/s", "cpu_s");
+        printf("%-10s %10s %8s %7s  %4s %-16s %11s %11s %9s %5s\n", "policy", "virtual_s", "wall_s", "steps", "id",
+               "app", "completions", "runs/s", "cpu_s", "class");
         for (int k = 0; k < npols; k++)
             for (int i = 0; i < su.n; i++) {
                 struct result *r = &res[k];
-                printf("%-10s %10.2f %8.3f %7llu  %4d %-16s %11.3f %11.5f %9.2f\n", i ? "" : r->policy,
+                printf("%-10s %10.2f %8.3f %7llu  %4d %-16s %11.3f %11.5f %9.2f %5c\n", i ? "" : r->policy,
                        r->virtual_s, r->wall_s, r->steps, i + 1, su.w[i].app->name, r->completions[i],
-                       r->virtual_s > 0 ? r->completions[i] / r->virtual_s : 0, r->cpu_s[i]);
+                       r->virtual_s > 0 ? r->completions[i] / r->virtual_s : 0, r->cpu_s[i],
+                       r->cls[i] ? r->cls[i] : '-');
             }
         if (want_oracle) {
             printf("oracle (%s): total normalised throughput %.4f\n  %s\n", orc.exact ? "exhaustive" : "bound",
@@ -897,6 +911,7 @@ out:
         for (int k = 0; k < npols; k++) {
             free(res[k].completions);
             free(res[k].cpu_s);
+            free(res[k].cls);
         }
     free(res);
     free(orc.thr);

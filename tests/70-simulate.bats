@@ -1,0 +1,364 @@
+#!/usr/bin/env bats
+# 70-simulate: `cosched simulate`, the simulated node (launcher/sim.c, share/sim).
+# The real engine and the real Lua policies run in virtual time against the
+# models; these tests check the model's accounting (CPU conserved, a job alone
+# reproduces its app file), determinism for a seed, the paper-001 classes
+# through the simulated counters, the paper-004 matrix, the oracle, and that
+# every broken model file or bad option is refused with file:line or the
+# option named, exit 2, before anything runs.  No timing assertions.
+
+load helpers/common
+bats_require_minimum_version 1.5.0
+
+SIM=$COSCHED_SRCDIR/share/sim
+ALL19=jacobi,stream,gesummv,trisolv,gemver,mvt,syr2k,2mm,3mm,cholesky,gemm,syrk,trmm,durbin,gramschmidt,ludcmp,ft.A,ep,doitgen
+
+setup() {
+    requires cosched python3
+    cd "$BATS_TEST_TMPDIR"
+}
+
+# simulate ARGS...: stdout in $output, stderr (summaries, messages) in $stderr
+simulate() {
+    run --separate-stderr "$COSCHED" simulate "$@"
+}
+
+# refused ARGS... -- NEEDLE: exit 2, NEEDLE in the message, nothing on stdout
+refused() {
+    local args=() needle
+    while [ "$1" != "--" ]; do args+=("$1"); shift; done
+    needle=$2
+    run --separate-stderr "$COSCHED" simulate "${args[@]}"
+    echo "status $status; stderr: $stderr; stdout: $output"
+    [ "$status" -eq 2 ]
+    assert_contains "$stderr" "$needle"
+    [ -z "$output" ]
+}
+
+@test "simulate: conservation - no job gets more CPU than its cores x time, the node no more than its cores" {
+    for p in linux flca tft lca; do
+        simulate --node paper001 --apps table2 --mix jacobi,stream,syrk,3mm,ep,doitgen,gemver,ft.A \
+            --policy $p --window 60 --trace trace.$p.jsonl
+        [ "$status" -eq 0 ] || { echo "$output $stderr"; return 1; }
+        python3 - trace.$p.jsonl <<'EOF'
+import json, sys
+def ncpus(s):
+    n = 0
+    for part in s.split(","):
+        if not part:
+            continue
+        a, _, b = part.partition("-")
+        n += int(b or a) - int(a) + 1
+    return n
+steps = 0
+for line in open(sys.argv[1]):
+    d = json.loads(line)
+    if d["type"] != "step":
+        continue
+    steps += 1
+    dt = d["end"] - d["start"]
+    total = 0
+    # times are printed to 1 us: allow that rounding, per cpu
+    for j in d["jobs"]:
+        assert j["cpu_s"] <= ncpus(j["cpus"]) * (dt + 2e-6), (d["seq"], j)
+        total += j["cpu_s"]
+    assert total <= 8 * (dt + 2e-6), (d["seq"], total, dt)
+assert steps > 30, steps
+EOF
+    done
+}
+
+@test "simulate: a job alone reproduces its model's IPC and bandwidths through the simulated counters" {
+    simulate --node paper001 --apps table2 --mix $ALL19 --policy gang --window 60 --trace gang.jsonl
+    [ "$status" -eq 0 ] || { echo "$output $stderr"; return 1; }
+    python3 - gang.jsonl "$SIM/table2.apps" <<'EOF'
+import json, sys
+want = {}
+for line in open(sys.argv[2]):
+    w = line.split()
+    if w and w[0] == "app":
+        kv = dict(x.split("=", 1) for x in w[2:])
+        want[w[1]] = {k: float(kv[k]) for k in ("ipc", "bw_l1", "bw_l2", "bw_llc")}
+seen = set()
+for line in open(sys.argv[1]):
+    d = json.loads(line)
+    if d["type"] != "step" or d["end"] - d["start"] < 0.5:
+        continue
+    for j in d["jobs"]:
+        if j["state"] != "run" or j["cpus"] != "0-7":
+            continue
+        m = j["metrics"]
+        for k, v in want[j["name"]].items():
+            got = m[k] if k != "bw_llc" else m["bw_llc"]
+            assert abs(got - v) <= 1e-4 * max(v, 1e-3), (j["name"], k, got, v)
+        assert abs(m["mem_bw"] - want[j["name"]]["bw_llc"]) <= 1e-4 * max(want[j["name"]]["bw_llc"], 1e-3)
+        seen.add(j["name"])
+assert seen == set(want), sorted(set(want) - seen)
+EOF
+}
+
+@test "simulate: deterministic for a seed - identical JSON but wall_s; another seed changes the noisy counts" {
+    local args=(--node paper001 --apps table2 --mix jacobi,syrk,ep,stream --policy flca,linux,pmugroup
+                --window 120 --noise 0.05 --json --oracle)
+    "$COSCHED" simulate "${args[@]}" --seed 7 > a.json
+    "$COSCHED" simulate "${args[@]}" --seed 7 > b.json
+    "$COSCHED" simulate "${args[@]}" --seed 8 > c.json
+    run python3 - a.json b.json c.json <<'EOF'
+import json, sys
+def strip(p):
+    d = json.load(open(p))
+    for r in d["results"]:
+        r.pop("wall_s")
+    d.pop("seed")
+    return d
+a, b, c = (strip(p) for p in sys.argv[1:])
+assert a == b, "same seed, different results"
+assert a != c, "the seed changed nothing under --noise"
+print("ok")
+EOF
+    echo "$output"
+    [ "$status" -eq 0 ]
+}
+
+@test "simulate: the 19 applications of paper 001 Table 2 classify as the paper says, through classify and flca, with 5 % noise" {
+    simulate --node paper001 --apps table2 --mix $ALL19 --policy classify,flca --window 300 --noise 0.05 --json
+    [ "$status" -eq 0 ] || { echo "$output $stderr"; return 1; }
+    echo "$output" > out.json
+    run python3 - out.json "$COSCHED_SRCDIR/tests/fixtures/table2.csv" <<'EOF'
+import csv, json, sys
+want = {r["app"]: r["class"] for r in csv.DictReader(l for l in open(sys.argv[2]) if not l.startswith("#"))}
+d = json.load(open(sys.argv[1]))
+bad = []
+for r in d["results"]:
+    for j in r["jobs"]:
+        if j.get("class") != want[j["app"]]:
+            bad.append(f'{r["policy"]} {j["app"]}: got {j.get("class")} want {want[j["app"]]}')
+assert len(want) == 19
+print("\n".join(bad) or "ok")
+sys.exit(1 if bad else 0)
+EOF
+    echo "$output"
+    [ "$status" -eq 0 ]
+}
+
+@test "simulate: the JSON contract of the evaluation harness, and the oracle is at least gang" {
+    simulate --node paper001 --apps table2 --mix gemver,ep,mvt,doitgen --policy gang,linux,flca --window 200 \
+        --json --oracle
+    [ "$status" -eq 0 ] || { echo "$output $stderr"; return 1; }
+    echo "$output" > out.json
+    run python3 - out.json <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert (d["node"], d["apps"], d["model"], d["seed"], d["window"], d["quantum"]) == \
+    ("paper001", "table2", "analytic", 1, 200, 1), d
+assert [r["policy"] for r in d["results"]] == ["gang", "linux", "flca"]
+for r in d["results"]:
+    assert isinstance(r["steps"], int) and r["virtual_s"] == 200 and r["wall_s"] >= 0, r
+    assert [j["app"] for j in r["jobs"]] == ["gemver", "ep", "mvt", "doitgen"]
+    for j in r["jobs"]:
+        assert isinstance(j["id"], int)
+        assert abs(j["throughput"] - j["completions"] / r["virtual_s"]) < 1e-9, j
+        assert j["completions"] > 5 and j["cpu_s"] > 0, j
+o = d["oracle"]
+assert sorted(o["throughput"]) == ["1", "2", "3", "4"] and isinstance(o["schedule"], str)
+# gang is a schedule of the oracle's space (every job alone on all cores): the oracle is no worse
+gang = d["results"][0]
+st = o["standalone"]
+gtot = sum(j["throughput"] / st[str(j["id"])] for j in gang["jobs"])
+assert 0.97 < gtot < 1.03, gtot
+assert o["total"] >= gtot - 0.03, (o["total"], gtot)
+otot = sum(o["throughput"][k] / st[k] for k in st)
+assert abs(otot - o["total"]) < 1e-6, (otot, o["total"])
+print("ok", o["total"], gtot)
+EOF
+    echo "$output"
+    [ "$status" -eq 0 ]
+}
+
+@test "simulate: empirical model - a pair on one processor runs at paper 004 Table 1's percentages" {
+    mkdir -p pol
+    cat > pol/pin.lua <<'EOF'
+-- test: job 1 on cpus 0-1, job 2 (if any) on cpus 2-3: the same processor of the paper004 node
+return { api = 1, name = "pin", description = "test: two jobs side by side on processor 0",
+  plan = function(snap)
+    local jobs = {}
+    for _, j in ipairs(snap.jobs) do
+      jobs[#jobs + 1] = { id = j.id, cpus = j.id == 1 and { 0, 1 } or { 2, 3 } }
+    end
+    return { { jobs = jobs } }
+  end }
+EOF
+    local a b
+    for pair in "lbm sphinx 46.2 80.4" "grom lbm 97.7 96.4" "libqu libqu 63.2 63.2"; do
+        set -- $pair
+        "$COSCHED" simulate --node paper004 --apps paper004 --model empirical --policy-path pol --policy pin \
+            --mix $1 --window 100 --json > alone1.json
+        "$COSCHED" simulate --node paper004 --apps paper004 --model empirical --policy-path pol --policy pin \
+            --mix $2 --window 100 --json > alone2.json
+        "$COSCHED" simulate --node paper004 --apps paper004 --model empirical --policy-path pol --policy pin \
+            --mix $1,$2 --window 100 --json > pair.json
+        run python3 - alone1.json alone2.json pair.json "$3" "$4" <<'EOF'
+import json, sys
+t = lambda p, k: json.load(open(p))["results"][0]["jobs"][k]["throughput"]
+a1, a2, p1, p2 = t(sys.argv[1], 0), t(sys.argv[2], 0), t(sys.argv[3], 0), t(sys.argv[3], 1)
+# job 2 beside job 1: row job 1, column job 2 (percent of job 2 alone), and the other way round
+w2, w1 = float(sys.argv[4]) / 100, float(sys.argv[5]) / 100
+assert abs(p2 / a2 - w2) < 0.01, ("job 2", p2 / a2, w2)
+assert abs(p1 / a1 - w1) < 0.01, ("job 1", p1 / a1, w1)
+print("ok")
+EOF
+        echo "$pair: $output"
+        [ "$status" -eq 0 ]
+    done
+}
+
+@test "simulate: the linux model charges oversubscription; folding costs S little and N nearly 2x (calibration tables)" {
+    simulate --node paper001 --apps table2 --calibrate
+    [ "$status" -eq 0 ] || { echo "$output $stderr"; return 1; }
+    echo "$output" > cal.txt
+    run python3 - cal.txt <<'EOF'
+import sys
+lines = open(sys.argv[1]).read().split("\n")
+fold = {w[0]: (w[1], float(w[4])) for w in (l.split() for l in lines[1:20])}
+for app, (cls, f) in fold.items():
+    if cls == "S":
+        assert f > 0.85, (app, f)
+    if cls == "N":
+        assert 0.45 < f < 0.56, (app, f)
+assert sum(1 for c, f in fold.values() if c == "C" and f < 0.56) >= 8, fold
+i = lines.index(next(l for l in lines if l.startswith("mean slowdown")))
+m = {l.split()[0]: [float(x) for x in l.split()[1:]] for l in lines[i + 2:i + 5]}
+# S hurts most (column S), C suffers most (row C), N neither
+assert m["C"][0] > max(m["C"][1], m["C"][2]) and m["S"][0] > m["S"][2], m
+assert m["C"][0] >= m["S"][0] and m["C"][0] > m["N"][0], m
+assert max(m["N"]) < 1.1 and m["S"][2] < 1.1 and m["C"][2] < 1.1, m
+j = lines.index(next(l for l in lines if l.startswith("pace")))
+pace = {l.split()[0]: l.split()[1:] for l in lines[j + 2:] if l.strip()}
+for app in ("jacobi", "syrk"):
+    assert 0.35 < float(pace[app][0]) < 0.65, (app, pace[app])
+for app in ("ep", "doitgen"):
+    assert float(pace[app][0]) > 0.9, (app, pace[app])
+print("ok")
+EOF
+    echo "$output"
+    [ "$status" -eq 0 ]
+}
+
+@test "simulate: a window restarts jobs and counts fractions; every instance ends in the trace" {
+    simulate --node paper001 --apps table2 --mix stream,ep --policy gang --window 20 --trace t.jsonl --json
+    [ "$status" -eq 0 ] || { echo "$output $stderr"; return 1; }
+    echo "$output" > out.json
+    run python3 - out.json t.jsonl <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+starts, ends = {}, {}
+for line in open(sys.argv[2]):
+    e = json.loads(line)
+    if e["type"] == "job":
+        (starts if e["event"] == "start" else ends).setdefault(e["name"], []).append(e)
+for j in d["results"][0]["jobs"]:
+    n = j["app"]
+    assert len(starts[n]) == len(ends[n]), n
+    done = sum(1 for e in ends[n] if e.get("exit") == 0)
+    assert int(j["completions"]) == done and j["completions"] > done, (j, done)
+    assert ends[n][-1].get("signal") == 9 and ends[n][-1]["time"] == 20, ends[n][-1]
+print("ok")
+EOF
+    echo "$output"
+    [ "$status" -eq 0 ]
+}
+
+@test "simulate: NUMA - a job whose memory is on the other node makes remote accesses" {
+    printf 'jacobi home=1\n' > w.txt
+    mkdir -p pol
+    cat > pol/pin0.lua <<'EOF'
+return { api = 1, name = "pin0", description = "test: every job on node 0's cores",
+  plan = function(snap)
+    local jobs = {}
+    for _, j in ipairs(snap.jobs) do jobs[#jobs + 1] = { id = j.id, cpus = { 0, 1, 2, 3, 4, 5, 6, 7 } } end
+    return { { jobs = jobs } }
+  end }
+EOF
+    simulate --node 2socket --apps table2 --workload w.txt --policy-path pol --policy pin0 --window 10 --trace t.jsonl
+    [ "$status" -eq 0 ] || { echo "$output $stderr"; return 1; }
+    run python3 - t.jsonl <<'EOF'
+import json, sys
+for line in open(sys.argv[1]):
+    d = json.loads(line)
+    if d["type"] == "step" and d["jobs"][0]["state"] == "run":
+        m = d["jobs"][0]["metrics"]
+        assert m["remote_share"] > 0.99 and m["local_accesses"] == 0, m
+        # slower than alone: remote latency
+        assert m["ipc"] < 0.487, m
+print("ok")
+EOF
+    echo "$output"
+    [ "$status" -eq 0 ]
+}
+
+@test "simulate: broken node files are refused with file:line and what was expected" {
+    local good=$SIM/paper001.node
+    broken() {  # broken LINE-EDIT NEEDLE
+        sed "$1" "$good" > bad.node
+        refused --node bad.node --apps table2 --mix ep --policy gang -- "$2"
+    }
+    broken '1s/.*/cosched-sim node 2/' "bad.node:1: version '2'"
+    broken '1s/.*/hello/' "bad.node:1: expected the header 'cosched-sim node 1'"
+    broken 's/^cores_per_llc .*/cores_per_llc eight/' "expected an integer from 1 to 256"
+    broken 's/^mem_bw .*/mem_bw -3/' "mem_bw '-3': expected GB/s per memory controller"
+    broken 's/^llc_size .*/llc_size 16XB/' "llc_size '16XB': expected a size"
+    broken 's/^freq .*/frequency 2.2/' "unknown key 'frequency'"
+    broken '/^mem_latency/d' "mem_latency is missing"
+    broken 's/^packages .*/packages 1\npackages 2/' "packages given twice"
+    broken 's/^packages .*/packages 2/' "needs interconnect_bw"
+    # the line number is the line of the error
+    sed 's/^mem_bw .*/mem_bw fast/' "$good" > bad.node
+    local n; n=$(grep -n '^mem_bw' bad.node | cut -d: -f1)
+    refused --node bad.node --apps table2 --mix ep --policy gang -- "bad.node:$n: mem_bw 'fast'"
+}
+
+@test "simulate: broken app files are refused with file:line and what was expected" {
+    local good=$SIM/table2.apps
+    broken() {
+        sed "$1" "$good" > bad.apps
+        refused --node paper001 --apps ./bad.apps --mix ep --policy gang -- "$2"
+    }
+    broken 's/^app ep .*/app ep threads=8 ipc=0.7/' "app ep: bw_l1= is missing"
+    broken 's/^\(app ep .*\) time=4/\1/' "expected exactly one of work="
+    broken 's/^\(app ep .*\)ipc=0.747/\1ipc=fast/' "ipc 'fast': expected instructions per cycle"
+    broken 's/^\(app ep .*\)sync=0.05/\1synch=0.05/' "unknown key 'synch'"
+    broken 's/^\(app ep .*\)class=N/\1class=X/' "class 'X': expected S, C or N"
+    broken 's/^app doitgen/app ep/' "app ep is defined twice"
+    broken '$a phase ep work=0.5' "its phases' work adds up to 0.5"
+    broken '$a phase nosuch work=1' "phase: expected an app defined above"
+    broken '$a columns ep nosuch' "columns: 'nosuch' is no app defined above"
+    broken '$a influence ep 50' "influence: expected 'columns APP...' before"
+    local n; n=$(grep -n '^app ep ' "$good" | cut -d: -f1)
+    sed "${n}s/ipc=0.747/ipc=0/" "$good" > bad.apps
+    refused --node paper001 --apps ./bad.apps --mix ep --policy gang -- "bad.apps:$n: ipc '0'"
+    # the empirical model needs the app in a matrix
+    refused --node paper001 --apps table2 --model empirical --mix ep --policy gang -- "needs a slowdown matrix"
+}
+
+@test "simulate: bad options and workloads are refused before anything runs" {
+    refused --apps table2 --mix ep -- "--node FILE|NAME is missing"
+    refused --node paper001 --mix ep -- "--apps FILE|NAME is missing"
+    refused --node nosuch --apps table2 --mix ep -- "--node nosuch: no such file"
+    refused --node paper001 --apps table2 -- "no jobs: give --workload FILE or --mix"
+    refused --node paper001 --apps table2 --mix ep --workload w.txt -- "not both"
+    refused --node paper001 --apps table2 --mix ep,nosuch -- "--mix: unknown app 'nosuch'"
+    refused --node paper001 --apps table2 --mix ep --model magic -- "--model 'magic'"
+    refused --node paper001 --apps table2 --mix ep --policy nosuchpolicy -- "nosuchpolicy"
+    refused --node paper001 --apps table2 --mix ep --policy gang,gang -- "gang is named twice"
+    refused --node paper001 --apps table2 --mix ep --noise 2 -- "--noise '2'"
+    refused --node paper001 --apps table2 --mix ep --quantum 1ms -- "--quantum '1ms'"
+    refused --node paper001 --apps table2 --mix ep --window 0 -- "--window '0'"
+    printf 'ep threads=9\n' > w.txt
+    refused --node paper001 --apps table2 --workload w.txt -- "9 threads but node paper001 has 8 cores"
+    printf '# nothing\n' > w.txt
+    refused --node paper001 --apps table2 --workload w.txt -- "w.txt:2: no job"
+    printf 'ep\nep cores=3\n' > w.txt
+    refused --node paper001 --apps table2 --workload w.txt -- "w.txt:2: 'cores=3': expected threads=N"
+    printf 'ep home=1\n' > w.txt
+    refused --node paper001 --apps table2 --workload w.txt -- "home=1 but node paper001 has 1 NUMA node"
+}
