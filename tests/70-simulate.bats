@@ -362,3 +362,35 @@ EOF
     printf 'ep home=1\n' > w.txt
     refused --node paper001 --apps table2 --workload w.txt -- "home=1 but node paper001 has 1 NUMA node"
 }
+
+@test "simulate: phases - an app's IPC and bandwidth change at its phase boundary, the run time adds up" {
+    cat > ph.apps <<'EOF2'
+cosched-sim apps 1
+name phased
+app two threads=8 ipc=1.0 bw_l1=8 bw_l2=4 bw_llc=1 time=4 scaling=1
+phase two work=0.5
+phase two work=0.5 ipc=0.5 bw=2
+EOF2
+    simulate --node paper001 --apps ./ph.apps --mix two --policy gang --trace t.jsonl --quantum 250ms
+    [ "$status" -eq 0 ] || { echo "$output $stderr"; return 1; }
+    run python3 - t.jsonl <<'EOF2'
+import json, sys
+seen = []
+end = None
+for line in open(sys.argv[1]):
+    d = json.loads(line)
+    if d["type"] == "job" and d["event"] == "end":
+        end = d["time"]
+    if d["type"] == "step" and d["jobs"][0]["state"] == "run" and d["end"] - d["start"] > 0.2:
+        m = d["jobs"][0]["metrics"]
+        seen.append((round(m["ipc"], 4), round(m["bw_llc"], 4)))
+# time=4 is the standalone run: phase 1 at ipc 1 (bw_llc 1 GB/s) takes 4/3 s, phase 2 (the same
+# work at ipc 0.5, bandwidth x 2: bw_llc 2 GB/s) 8/3 s
+assert abs(end - 4.0) < 1e-6, end
+assert (1.0, 1.0) in seen, seen
+assert any(abs(i - 0.5) < 0.02 and abs(b - 2.0) < 0.05 for i, b in seen), seen
+print("ok")
+EOF2
+    echo "$output"
+    [ "$status" -eq 0 ]
+}
