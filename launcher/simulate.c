@@ -64,7 +64,7 @@ static const struct {
     { "calibrate", 0, O_CALIBRATE, NULL, "print the model's calibration tables for the apps (no policy runs)" },
     { "policy-path", 1, O_POLICY_PATH, "DIR", "look for policies in DIR first (repeatable)" },
     { "verbose", 0, O_VERBOSE, NULL, "more messages (repeat for debug)" },
-    { "quiet", 0, O_QUIET, NULL, "only warnings and errors (no summary)" },
+    { "quiet", 0, O_QUIET, NULL, "only warnings and errors" },
     { "help", 0, O_HELP, NULL, "this text" },
 };
 #define NOPTS (sizeof opts / sizeof opts[0])
