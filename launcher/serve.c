@@ -6,10 +6,10 @@
  * task of a co-scheduled step over a unix socket (proto.h) from
  * task_post_fork, where the task is already inside the step's cgroups;
  * the first task of a step makes the step one cosched job, the others join
- * it.  A task leaves when the plugin deregisters it (task_exit) or when its
- * pidfd says it is gone - whichever comes first; a step whose tasks are all
- * gone leaves the engine.  Control goes through Slurm's own step cgroups
- * (slurm.c).
+ * it (on the cores the step has at that moment).  A task leaves when the
+ * plugin deregisters it (task_exit) or when its pidfd says it is gone -
+ * whichever comes first; a step whose tasks are all gone leaves the engine.
+ * Control goes through Slurm's own step cgroups (slurm.c).
  *
  * Choices (cosched(1) SLURM says the same for users):
  *  - Cores: a step never leaves its allocation.  The engine manages the
@@ -242,6 +242,10 @@ static int do_register(struct cs_engine *e, const struct cs_msg *m, char *rep, s
         }
         sv->t = nt;
         sv->t[sv->nt++] = (struct task){ (pid_t)pid, pidfd_open_((pid_t)pid) };
+        /* it starts on all the step's cores; a folded step's tasks are on fewer
+         * (v2 without cpuset binds thread by thread): it joins them now */
+        if (!hwloc_bitmap_isequal(j->cpus, cs_job_home(e, j)) && e->ctl->set_cpus(e, j, j->cpus, j->mems) < 0)
+            cs_warn("step %s: task %ld joined but could not be moved to the step's cpus", j->name, pid);
         snprintf(rep, len, "OK id=%d policy=%s", j->id, cs_policy_name(e->policy));
         return 0;
     }

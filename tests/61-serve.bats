@@ -1,0 +1,859 @@
+#!/usr/bin/env bats
+# 61-serve: `cosched serve` (the node engine) and `cosched status`, for real,
+# without Slurm: steps are directories of a fake tree in Slurm's cgroup/v2
+# layout inside the real cgroup2 mount (helpers/fakeslurm.bash), tasks are
+# real processes in them, registrations are protocol lines sent as root (or
+# as nobody) by tests/helpers/cs_client.py.  Every assertion is on what the
+# kernel reports - cgroup.events "frozen", /proc/PID/status Cpus_allowed_list,
+# /proc/PID/task/*/stat states - or on what a client receives; the engine's
+# own claims are checked against the kernel, never trusted alone.
+
+load helpers/common
+load helpers/fakeslurm
+bats_require_minimum_version 1.5.0
+
+setup() {
+    requires root cosched python3 cgroup2_freeze
+    cd "$BATS_TEST_TMPDIR"
+    fake_setup
+}
+
+teardown() {
+    fake_teardown
+}
+
+# ------------------------------------------------------------------ helpers
+
+# thread_states PID: the distinct state letters of PID's threads ("R", "S", "RS").
+thread_states() {
+    local f
+    for f in /proc/"$1"/task/*/stat; do
+        _cs_stat "$f" && echo "${_CS_F[0]}"
+    done | sort -u | tr -d '\n'
+}
+
+# look J1 S1 PID1 J2 S2 PID2: one consistent look at two steps:
+# "frozenA frozenB statesA statesB", taken between two equal readings of both
+# cgroup.events (retried when a switch happened during the look).
+# One python process: the readings are microseconds apart, so a switch inside
+# a look is rare; a step being frozen (cgroup.freeze 1, not yet "frozen 1" in
+# cgroup.events) is not looked at; "-" for a process without threads.
+look() {
+    python3 - "$(step_dir "$1" "$2" user)" "$3" "$(step_dir "$4" "$5" user)" "$6" <<'PY'
+import glob, sys
+def frozen(d):
+    # "1" frozen, "0" running, "x" on the way (asked, not yet done)
+    asked = open(d + "/cgroup.freeze").read().strip()
+    for line in open(d + "/cgroup.events"):
+        if line.startswith("frozen "):
+            return line.split()[1] if line.split()[1] == asked else "x"
+def states(pid):
+    s = set()
+    for f in glob.glob("/proc/%s/task/*/stat" % pid):
+        try:
+            s.add(open(f).read().rsplit(") ", 1)[1][0])
+        except (OSError, IndexError):
+            pass
+    return "".join(sorted(s)) or "-"
+da, pa, db, pb = sys.argv[1:5]
+for _ in range(50):
+    a1, b1 = frozen(da), frozen(db)
+    sa, sb = states(pa), states(pb)
+    if "x" not in (a1, b1) and (a1, b1) == (frozen(da), frozen(db)):
+        print(a1, b1, sa, sb)
+        sys.exit(0)
+sys.exit("look: no consistent look at %s and %s in 50 tries" % (da, db))
+PY
+}
+
+# settled J S: 1 (frozen), 0 (running) or x (asked to freeze, not frozen yet:
+# cgroup.freeze and the "frozen" of cgroup.events differ)
+settled() {
+    local asked
+    asked=$(cat "$(step_dir "$1" "$2" user)/cgroup.freeze")
+    [ "$asked" = "$(step_frozen "$1" "$2")" ] && echo "$asked" || echo x
+}
+
+# expand_cpus LIST: "0-2,5" -> "0 1 2 5"
+expand_cpus() {
+    local r out=() i
+    IFS=, read -ra rs <<< "$1"
+    for r in "${rs[@]}"; do
+        if [[ $r == *-* ]]; then
+            for ((i = ${r%-*}; i <= ${r#*-}; i++)); do out+=("$i"); done
+        else
+            out+=("$r")
+        fi
+    done
+    echo "${out[*]}"
+}
+
+# disjoint LIST1 LIST2: no cpu in both
+disjoint() {
+    local c d
+    for c in $(expand_cpus "$1"); do
+        for d in $(expand_cpus "$2"); do [ "$c" != "$d" ] || return 1; done
+    done
+}
+
+# registered J S PID [K=V...]: register, require "OK id=N policy=...", ID=N
+registered() {
+    local out
+    out=$(cs_register "$@") || { echo "register $1.$2 pid $3: no reply" >&2; return 1; }
+    [[ $out =~ ^OK\ id=([0-9]+)\ policy=[a-z0-9_-]+$ ]] || {
+        echo "register $1.$2 pid $3: want 'OK id=N policy=NAME', got: $out" >&2
+        return 1
+    }
+    ID=${BASH_REMATCH[1]}
+}
+
+# restored J S PID: the step is thawed, every thread of PID may run on every
+# cpu, and PID still spins (every thread runnable)
+restored() {
+    local f c s
+    f=$(step_frozen "$1" "$2") c=$(task_cpus "$3") s=$(thread_states "$3")
+    [ "$f" = 0 ] && [ "$c" = "$ALL" ] && [ "$s" = R ] && return 0
+    echo "step $1.$2 (pid $3): frozen=$f cpus=$c thread states=$s (want frozen=0 cpus=$ALL states=R)" >&2
+    return 1
+}
+
+# our_cosched_processes: live cosched processes of this test (engine, guardian, daemon)
+our_cosched_processes() {
+    local p comm
+    while read -r p _ _ comm; do
+        [ "$(_cs_env_of "$p" BATS_TEST_TMPDIR)" = "$BATS_TEST_TMPDIR" ] && echo "$p $comm"
+    done < <(_cs_ps | awk '$4 ~ /^cosched/')
+    return 0
+}
+
+no_cosched_process() {
+    local left
+    left=$(our_cosched_processes)
+    [ -z "$left" ] && return 0
+    echo "cosched processes still alive: $left" >&2
+    return 1
+}
+
+slurmstepd_thawed() {  # J S: the step's slurm/ group (slurmstepd) is not frozen
+    local f
+    f=$(awk '$1 == "frozen" { print $2 }' "$(step_dir "$1" "$2" slurm)/cgroup.events")
+    [ "$f" = 0 ] || { echo "step $1.$2: slurm/ (slurmstepd) frozen=$f" >&2; return 1; }
+}
+
+two_steps() {  # steps 7.0 (pid $a) and 8.0 (pid $b), registered with serve ARGS
+    fake_step 7 0
+    fake_step 8 0
+    fake_task 7 0 0 a
+    fake_task 8 0 0 b
+    serve_start "$@"
+    registered 7 0 "$a"
+    registered 8 0 "$b"
+}
+
+# gang_turns: sample steps 7.0 and 8.0 under gang until each was seen running
+# alone and frozen 3 times (and 20 looks at least): never both running, a
+# frozen step's threads are all stopped, a running step's threads all run,
+# slurmstepd is never frozen.
+gang_turns() {
+    local A B SA SB n=0 ra=0 fa=0 rb=0 fb=0 deadline
+    deadline=$(($(_cs_now_us) + 30000000))
+    while [ $ra -lt 3 ] || [ $fa -lt 3 ] || [ $rb -lt 3 ] || [ $fb -lt 3 ] || [ $n -lt 20 ]; do
+        [ "$(_cs_now_us)" -lt "$deadline" ] || {
+            echo "in 30 s: 7.0 ran alone $ra, was frozen $fa; 8.0 ran alone $rb, was frozen $fb times ($n looks)" >&2
+            return 1
+        }
+        A='' B='' SA='' SB=''
+        read -r A B SA SB < <(look 7 0 "$a" 8 0 "$b") || true
+        [ -n "$SB" ] || { echo "look $n failed" >&2; return 1; }
+        n=$((n + 1))
+        slurmstepd_thawed 7 0
+        slurmstepd_thawed 8 0
+        case $A$B in
+        00) echo "look $n: steps 7.0 and 8.0 both unfrozen under gang" >&2; return 1 ;;
+        01) ra=$((ra + 1)) fb=$((fb + 1))
+            assert_equal "$SA" R "look $n: thread states of running 7.0"
+            assert_equal "$SB" S "look $n: thread states of frozen 8.0" ;;
+        10) fa=$((fa + 1)) rb=$((rb + 1))
+            assert_equal "$SA" S "look $n: thread states of frozen 7.0"
+            assert_equal "$SB" R "look $n: thread states of running 8.0" ;;
+        11) ;;  # the instant of a switch: the leaver is frozen before the entrant thaws
+        *) echo "look $n: unexpected frozen values '$A' '$B'" >&2; return 1 ;;
+        esac
+        sleep 0.05
+    done
+}
+
+# ------------------------------------------------------------------ 1. ping, gang, tft
+
+@test "ping answers with the protocol version, the engine's pid and its policy" {
+    serve_start --policy gang
+    run cs_send 'COSCHED/1 ping'
+    [ "$status" -eq 0 ]
+    assert_equal "$output" "OK version=1 pid=$ENGINE policy=gang" "ping reply"
+    assert_contains "$(cat engine.log)" "node engine pid $ENGINE listening on $SOCK: policy gang, quantum 0.1 s"
+}
+
+@test "gang: each step is frozen until its turn and runs in its turn, never both at once; slurmstepd never frozen" {
+    two_steps --policy gang --quantum 300ms
+    assert_equal "$ID" 2 "id of the second step"
+    gang_turns
+}
+
+@test "tft: two steps are folded side by side on disjoint cpus, both running (affinity from /proc)" {
+    requires multicore
+    two_steps --policy tft
+    folded_apart() {
+        local ca cb
+        ca=$(task_cpus "$a") cb=$(task_cpus "$b")
+        [ "$(step_frozen 7 0)$(step_frozen 8 0)" = 00 ] && [ "$(echo "$ca" | wc -l)" = 1 ] &&
+            [ "$(echo "$cb" | wc -l)" = 1 ] && [ "$ca" != "$ALL" ] && [ "$cb" != "$ALL" ] && disjoint "$ca" "$cb" &&
+            [ "$(thread_states "$a")$(thread_states "$b")" = RR ] && return 0
+        echo "7.0: frozen=$(step_frozen 7 0) cpus=$ca; 8.0: frozen=$(step_frozen 8 0) cpus=$cb" >&2
+        return 1
+    }
+    wait_for 10 folded_apart
+    for i in $(seq 10); do
+        folded_apart
+        sleep 0.05
+    done
+    assert_equal "$(step_field 7.0 state)" folded "7.0 in status"
+    assert_equal "$(step_field 7.0 cpus)" "$(task_cpus "$a")" "7.0's cpus in status vs /proc"
+}
+
+# ------------------------------------------------------------------ 2. tasks of a step
+
+@test "a second task of a step joins it: one step of 2 tasks, both frozen and thawed together" {
+    fake_step 7 0
+    fake_step 8 0
+    fake_task 7 0 0 a
+    fake_task 7 0 1 a2
+    fake_task 8 0 0 b
+    serve_start --policy gang --quantum 300ms
+    registered 7 0 "$a" task=0 ntasks=2
+    id=$ID
+    registered 7 0 "$a2" task=1 ntasks=2
+    assert_equal "$ID" "$id" "id given to the second task"
+    registered 8 0 "$b"
+    assert_equal "$(step_field 7.0 tasks)" 2 "tasks of 7.0 in status"
+    local t0 t1 s0 s1 u seen_f=0 seen_r=0 n=0
+    while [ $seen_f -lt 2 ] || [ $seen_r -lt 2 ]; do
+        n=$((n + 1))
+        [ $n -lt 400 ] || { echo "7.0 seen frozen $seen_f and running $seen_r times in $n looks" >&2; false; }
+        u=$(settled 7 0)
+        [ "$u" != x ] || continue                       # being frozen right now
+        t0=$(awk '$1 == "frozen" { print $2 }' "$(step_dir 7 0 user/task_0)/cgroup.events")
+        t1=$(awk '$1 == "frozen" { print $2 }' "$(step_dir 7 0 user/task_1)/cgroup.events")
+        s0=$(thread_states "$a") s1=$(thread_states "$a2")
+        [ "$u" = "$(settled 7 0)" ] || continue         # a switch during the look
+        assert_equal "$t0 $t1" "$u $u" "frozen of task_0 and task_1 when user/ reads $u (look $n)"
+        if [ "$u" = 1 ]; then
+            assert_equal "$s0 $s1" "S S" "thread states of both tasks while frozen (look $n)"
+            seen_f=$((seen_f + 1))
+        else
+            assert_equal "$s0 $s1" "R R" "thread states of both tasks while running (look $n)"
+            seen_r=$((seen_r + 1))
+        fi
+        sleep 0.05
+    done
+}
+
+@test "a task joining a folded step is folded with it (tft): it gets the step's cpus, not its partner's" {
+    requires multicore
+    two_steps --policy tft
+    wait_for 10 '[ "$(task_cpus "$a")" != "$ALL" ] && [ "$(task_cpus "$b")" != "$ALL" ]'
+    fake_task 7 0 1 a2
+    assert_equal "$(task_cpus "$a2")" "$ALL" "cpus of the new task before it registers"
+    registered 7 0 "$a2" task=1
+    wait_for 5 '[ "$(task_cpus "$a2")" = "$(task_cpus "$a")" ]'
+    disjoint "$(task_cpus "$a2")" "$(task_cpus "$b")"
+}
+
+@test "register refuses a pid that is not in the named step's cgroups, naming the pid and the step" {
+    fake_step 7 0
+    fake_step 8 0
+    fake_task 8 0 0 b
+    "$PROGS/spin" -p outside.pid 3>&- &
+    wait_for 5 test -s outside.pid
+    out=$(cat outside.pid)
+    stepd=$(cat stepd_7_0.pid)
+    serve_start --policy gang
+    run cs_register 7 0 "$b"
+    assert_contains "$output" "ERR pid $b is not in the cgroups of Slurm step 7.0"
+    run cs_register 7 0 "$out"
+    assert_contains "$output" "ERR pid $out is not in the cgroups of Slurm step 7.0"
+    # slurmstepd's group of the right step is not where the tasks are
+    run cs_register 7 0 "$stepd"
+    assert_contains "$output" "ERR pid $stepd is in "
+    assert_contains "$output" "where Slurm's cgroup/v2 puts a step's tasks"
+    [ "${#lines[@]}" -eq 1 ]
+    # nothing taken, nothing frozen, the engine answers
+    run status_json
+    assert_contains "$output" '"steps":[]'
+    assert_equal "$(step_frozen 8 0)" 0 "frozen of 8.0"
+    assert_equal "$(cs_send 'COSCHED/1 ping')" "OK version=1 pid=$ENGINE policy=gang"
+}
+
+@test "register refuses a pid that does not exist" {
+    serve_start --policy gang
+    nopid=$(($(cat /proc/sys/kernel/pid_max) + 1))
+    run cs_register 7 0 "$nopid"
+    assert_equal "$output" "ERR pid $nopid does not exist"
+    run cs_register 7 0 1
+    assert_contains "$output" "ERR key 'pid': expected an integer in [2,"
+    assert_equal "$(cs_send 'COSCHED/1 ping')" "OK version=1 pid=$ENGINE policy=gang"
+}
+
+# ------------------------------------------------------------------ 3. leaving
+
+@test "a task that exits leaves by itself (pidfd, no deregister): status forgets its step, the log says so" {
+    fake_step 7 0
+    fake_step 8 0
+    # a task that ends by itself once told to (it burns cpu meanwhile)
+    fake_task 7 0 0 a bash -c "while [ ! -e '$BATS_TEST_TMPDIR/stop' ]; do :; done"
+    fake_task 8 0 0 b
+    serve_start --policy gang --quantum 200ms
+    registered 7 0 "$a"
+    registered 8 0 "$b"
+    assert_equal "$(step_field 7.0 tasks)" 1 "7.0 listed with its task"
+    touch stop
+    wait_for 10 _cs_gone "$a"
+    wait_for 10 '[ -z "$(step_field 7.0 state)" ]'
+    assert_contains "$(cat engine.log)" "(7.0) left the node engine: its tasks ended"
+    # the step left behind runs alone, on all its cpus
+    wait_for 5 restored 8 0 "$b"
+    assert_equal "$(step_field 8.0 state)" running "8.0 alone"
+}
+
+@test "deregister: the step leaves at once, thawed and on all its cpus, and its process keeps running" {
+    fake_step 7 0
+    fake_step 8 0
+    fake_step 9 0
+    fake_task 7 0 0 a
+    fake_task 8 0 0 b
+    fake_task 9 0 0 c
+    serve_start --policy tft --quantum 300ms
+    registered 7 0 "$a"
+    registered 8 0 "$b"
+    registered 9 0 "$c"
+    # deregister 7.0 while the kernel says it is frozen, then while folded
+    wait_for 10 '[ "$(step_frozen 7 0)" = 1 ]'
+    run cs_send "COSCHED/1 deregister job=7 step=0 pid=$a"
+    assert_equal "$output" OK "deregister reply"
+    restored 7 0 "$a"
+    [ -z "$(step_field 7.0 state)" ]
+    if [ "$NCPU" -gt 1 ]; then
+        wait_for 10 '[ "$(task_cpus "$b")" != "$ALL" ]'
+        run cs_send "COSCHED/1 deregister job=8 step=0 pid=$b"
+        assert_equal "$output" OK "deregister reply"
+        restored 8 0 "$b"
+    fi
+    # they stay free: the engine no longer touches them
+    for i in $(seq 10); do
+        restored 7 0 "$a"
+        sleep 0.05
+    done
+    assert_contains "$(cat engine.log)" "(7.0) left the node engine: its tasks ended"
+}
+
+@test "deregister of an unknown step or task is OK (the pidfd may have been first)" {
+    fake_step 7 0
+    fake_task 7 0 0 a
+    serve_start --policy gang
+    run cs_send "COSCHED/1 deregister job=99 step=0 pid=$a"
+    assert_equal "$output" "OK unknown=1"
+    registered 7 0 "$a"
+    run cs_send "COSCHED/1 deregister job=7 step=0 pid=12345"
+    assert_equal "$output" "OK unknown=1"
+    assert_equal "$(step_field 7.0 tasks)" 1 "7.0 keeps its task"
+}
+
+# ------------------------------------------------------------------ 4. security
+
+@test "register and deregister from a non-root uid are refused with the reason; the engine is unharmed" {
+    fake_step 7 0
+    fake_step 8 0
+    fake_task 7 0 0 a
+    fake_task 8 0 0 b
+    serve_start --policy gang --quantum 200ms
+    registered 7 0 "$a"
+    run cs_send_as nobody "COSCHED/1 register job=8 step=0 uid=65534 pid=$b cores=$ALL"
+    assert_equal "$output" "ERR register is for root (the Slurm plugin) only; you are uid 65534"
+    run cs_send_as nobody "COSCHED/1 deregister job=7 step=0 pid=$a"
+    assert_equal "$output" "ERR deregister is for root (the Slurm plugin) only; you are uid 65534"
+    assert_contains "$(cat engine.log)" "refused register from uid 65534"
+    # 7.0 is still the engine's, 8.0 never was
+    assert_equal "$(step_field 7.0 tasks)" 1 "7.0 tasks"
+    assert_equal "$(step_field 8.0 tasks)" "" "8.0 in status"
+    for i in $(seq 5); do
+        assert_equal "$(step_frozen 8 0)" 0 "frozen of 8.0"
+        sleep 0.05
+    done
+    run cs_send_as nobody 'COSCHED/1 ping'
+    assert_equal "$output" "OK version=1 pid=$ENGINE policy=gang"
+    # and it still schedules: 8.0 registered by root now takes turns with 7.0
+    registered 8 0 "$b"
+    gang_turns
+}
+
+@test "status: a user sees only their own steps, root sees every step" {
+    fake_step 7 0
+    fake_step 8 0
+    fake_task 7 0 0 a
+    fake_task 8 0 0 b
+    serve_start --policy gang
+    registered 7 0 "$a" uid=0
+    registered 8 0 "$b" uid=65534
+    run runuser -u nobody -- "$COSCHED" status --socket "$SOCK"
+    [ "$status" -eq 0 ]
+    assert_contains "$output" "8.0 "
+    assert_contains "$output" " nobody "
+    [[ $output != *"7.0 "* ]] || { echo "nobody sees 7.0 (root's): $output" >&2; false; }
+    run status_json nobody
+    [ "$status" -eq 0 ]
+    got=$(echo "$output" | python3 -c 'import json, sys; print(" ".join("%d.%d:%s" % (s["job"], s["step"], s["user"]) for s in json.load(sys.stdin)["steps"]))')
+    assert_equal "$got" "8.0:nobody" "steps nobody sees"
+    run status_json
+    got=$(echo "$output" | python3 -c 'import json, sys; print(" ".join(sorted("%d.%d:%s" % (s["job"], s["step"], s["user"]) for s in json.load(sys.stdin)["steps"])))')
+    assert_equal "$got" "7.0:root 8.0:nobody" "steps root sees"
+    # a user with no step is told so
+    run runuser -u daemon -- "$COSCHED" status --socket "$SOCK"
+    [ "$status" -eq 0 ]
+    assert_contains "$output" "(no co-scheduled step of yours on this node)"
+}
+
+@test "malformed requests each get one ERR line naming the problem; the engine keeps working" {
+    two_steps --policy gang
+    local -a bad=(
+        'ping'                                        "request speaks 'ping', this engine speaks COSCHED/1"
+        'COSCHED/2 ping'                              "request speaks 'COSCHED/2', this engine speaks COSCHED/1"
+        ''                                            "empty request"
+        'COSCHED/1'                                   "request has no verb"
+        'COSCHED/1 frobnicate'                        "unknown verb 'frobnicate'"
+        'COSCHED/1 Ping'                              "request has no verb"
+        'COSCHED/1 register Job=7'                    "bad key 'Job' (expected 1-31 characters of a-z and _)"
+        'COSCHED/1 register job=7 job=8'              "key 'job' given twice"
+        'COSCHED/1 register job'                      "'job' is not key=value"
+        'COSCHED/1 register job='                     "key 'job': bad value"
+        'COSCHED/1 ping\x07'                          "request holds a control or non-ASCII byte at offset 14"
+        'COSCHED/1 ping x=\xc3\xa9'                   "request holds a control or non-ASCII byte at offset 17"
+        'COSCHED/1 ping\x00 x=1'                      "request holds a NUL or a second line"
+        'COSCHED/1 ping\r'                            "request holds a control or non-ASCII byte"
+        "COSCHED/1 register job=9 step=0 uid=0 pid=abc cores=0"   "key 'pid': expected an integer in [2, 2147483647], got 'abc'"
+        "COSCHED/1 register job=9 step=0 uid=0 pid=-5 cores=0"    "key 'pid': expected an integer"
+        "COSCHED/1 register job=9 step=0 uid=0 pid=99999999999999999999 cores=0"  "key 'pid': expected an integer"
+        "COSCHED/1 register job=9 step=0 uid=0 cores=0"          "register: key 'pid' missing"
+        "COSCHED/1 register step=0 uid=0 pid=$a cores=0"         "register: key 'job' missing"
+        "COSCHED/1 register job=9 step=0 uid=0 pid=$a"           "register: key 'cores' missing"
+        "COSCHED/1 deregister job=7 step=0"                      "deregister: key 'pid' missing"
+        "COSCHED/1 ping a=1 b=2 c=3 d=4 e=5 f=6 g=7 h=8 i=9 j=1 k=1 l=1 m=1 n=1 o=1 p=1 q=1 r=1 s=1 t=1 u=1 v=1 w=1 x=1 y=1"  "more than 24 keys"
+    )
+    for ((i = 0; i < ${#bad[@]}; i += 2)); do
+        run cs_send "${bad[i]}"
+        [ "$status" -eq 0 ] || { echo "request '${bad[i]}': client status $status: $output" >&2; false; }
+        [ "${#lines[@]}" -eq 1 ] || { echo "request '${bad[i]}': want one line, got: $output" >&2; false; }
+        [[ $output == "ERR "* ]] || { echo "request '${bad[i]}': want ERR, got: $output" >&2; false; }
+        assert_contains "$output" "${bad[i + 1]}" "reply to '${bad[i]}'"
+    done
+    # nothing of it reached the steps: both still registered, still taking turns
+    assert_equal "$(cs_send 'COSCHED/1 ping')" "OK version=1 pid=$ENGINE policy=gang"
+    assert_equal "$(step_field 7.0 tasks) $(step_field 8.0 tasks)" "1 1" "tasks of 7.0 and 8.0"
+    q=$(quanta 7.0)
+    wait_for 10 "[ \$(quanta 7.0) -ge $((q + 3)) ]"
+}
+
+@test "a truncated request (no newline, then EOF) and oversized requests are refused; 4096 bytes pass" {
+    serve_start --policy gang
+    run cs_send 'COSCHED/1 ping' --nonl
+    assert_equal "$output" "ERR request truncated: no newline before the end of the connection"
+    # exactly the limit, newline included: accepted
+    v1017=$(printf '%01017d' 0)
+    req="COSCHED/1 ping a=$v1017 b=$v1017 c=$v1017 d=${v1017}0"
+    assert_equal "$((${#req} + 1))" 4096 "request length"
+    run cs_send "$req"
+    assert_equal "$output" "OK version=1 pid=$ENGINE policy=gang" "reply to a request of 4096 bytes"
+    # one byte more, newline at the end
+    run cs_send "${req}0"
+    assert_equal "$output" "ERR request of 4097 bytes is longer than the limit of 4096"
+    # far more, with and without newline
+    big=$(printf '%05000d' 0)
+    run cs_send "COSCHED/1 ping a=$big"
+    assert_equal "$output" "ERR request longer than the limit of 4096 bytes"
+    run cs_send "COSCHED/1 ping a=$big" --nonl
+    assert_equal "$output" "ERR request longer than the limit of 4096 bytes"
+    assert_equal "$(cs_send 'COSCHED/1 ping')" "OK version=1 pid=$ENGINE policy=gang"
+    assert_contains "$(cat engine.log)" "refused an oversized request"
+    assert_contains "$(cat engine.log)" "refused a truncated request"
+}
+
+@test "a client that sends nothing gets an ERR after the deadline; the engine keeps scheduling meanwhile" {
+    two_steps --policy gang
+    cs_send '' --silent > silent.out 2>&1 3>&- &
+    cl=$!
+    q0=$(quanta 7.0)
+    q1=$q0
+    while kill -0 "$cl" 2>/dev/null; do
+        q=$(quanta 7.0)
+        kill -0 "$cl" 2>/dev/null && q1=$q
+        sleep 0.05
+    done
+    wait "$cl"
+    assert_equal "$(cat silent.out)" "ERR no complete request within 2 s" "reply to the silent client"
+    [ "$q1" -gt "$q0" ] || { echo "quanta of 7.0 did not grow while the silent client waited ($q0 -> $q1)" >&2; false; }
+}
+
+@test "many connections at once: each gets one ERR line, the engine keeps working" {
+    two_steps --policy gang --quantum 300ms
+    run cs_send 'x' --many 100
+    [ "$status" -eq 0 ]
+    [ "${#lines[@]}" -eq 100 ]
+    for ((k = 0; k < 100; k++)); do
+        [[ ${lines[k]} == "$k ERR request speaks 'x', this engine speaks COSCHED/1" ||
+           ${lines[k]} == "$k ERR the engine is busy (too many connections); try again" ]] ||
+            { echo "connection $k: ${lines[k]}" >&2; false; }
+    done
+    # silent ones: the 64 the engine holds time out, the others are turned away at once
+    run cs_send '' --silent --many 80
+    [ "$status" -eq 0 ]
+    [ "${#lines[@]}" -eq 80 ]
+    nbusy=0 nlate=0
+    for ((k = 0; k < 80; k++)); do
+        case ${lines[k]} in
+        "$k ERR no complete request within 2 s") nlate=$((nlate + 1)) ;;
+        "$k ERR the engine is busy (too many connections); try again") nbusy=$((nbusy + 1)) ;;
+        *) echo "connection $k: ${lines[k]}" >&2; false ;;
+        esac
+    done
+    [ "$nbusy" -ge 16 ] || { echo "only $nbusy of 80 silent connections turned away (at most 64 held)" >&2; false; }
+    assert_equal "$(cs_send 'COSCHED/1 ping')" "OK version=1 pid=$ENGINE policy=gang"
+    gang_turns
+}
+
+# ------------------------------------------------------------------ 5. status
+
+@test "status --json: valid JSON with every field, and the state agrees with the kernel" {
+    two_steps --policy gang --quantum 300ms
+    run status_json
+    [ "$status" -eq 0 ]
+    echo "$output" | python3 -c '
+import json, sys
+d = json.loads(sys.stdin.read())
+want = ["job", "step", "user", "policy", "asked_policy", "class", "state", "reason", "cpus", "allocation",
+        "quanta_run", "quanta_waited"]
+assert set(d["engine"]) >= {"pid", "policy", "quantum"}, d["engine"]
+assert len(d["steps"]) == 2, d["steps"]
+for s in d["steps"]:
+    missing = [k for k in want if k not in s]
+    assert not missing, "missing %s in %s" % (missing, s)
+    assert s["user"] == "root" and s["policy"] == "gang" and s["asked_policy"] == "gang", s
+    assert s["state"] in ("running", "frozen", "folded"), s
+    assert s["class"] is None or s["class"] in "SCN", s
+    assert isinstance(s["quanta_run"], int) and isinstance(s["quanta_waited"], int), s
+    assert isinstance(s["reason"], str) and s["reason"], s
+'
+    assert_equal "$(step_field 7.0 allocation)" "$ALL" "allocation of 7.0"
+    assert_equal "$(step_field 7.0 cpus)" "$ALL" "cpus of 7.0 under gang"
+    # the state status reports is the kernel's, frozen and running alike
+    local sf=0 sr=0 n=0 e1 st e2
+    while [ $sf -lt 2 ] || [ $sr -lt 2 ]; do
+        n=$((n + 1))
+        [ $n -lt 300 ] || { echo "status said frozen $sf and running $sr times in $n looks" >&2; false; }
+        e1=$(step_frozen 7 0)
+        st=$(step_field 7.0 state)
+        e2=$(step_frozen 7 0)
+        [ "$e1" = "$e2" ] || continue
+        case $e1:$st in
+        1:frozen) sf=$((sf + 1)) ;;
+        0:running) sr=$((sr + 1)) ;;
+        *) echo "status says '$st' while cgroup.events says frozen $e1" >&2; false ;;
+        esac
+    done
+}
+
+@test "status text: a header and one line per step with user, policy, state, cpus and the reason" {
+    two_steps --policy gang
+    run "$COSCHED" status --socket "$SOCK"
+    [ "$status" -eq 0 ]
+    assert_contains "${lines[0]}" "cosched node engine pid $ENGINE, policy gang, quantum 0.1 s"
+    assert_contains "${lines[1]}" "STEP"
+    assert_contains "${lines[1]}" "WHY"
+    [ "${#lines[@]}" -eq 4 ]
+    [[ ${lines[2]} =~ ^7\.0\ +root\ +.*\ gang\ +-\ +(running|frozen)\ +$ALL\  ]] || { echo "line: ${lines[2]}" >&2; false; }
+    [[ ${lines[3]} =~ ^8\.0\ +root\ +.*\ gang\ +-\ +(running|frozen)\ +$ALL\  ]] || { echo "line: ${lines[3]}" >&2; false; }
+}
+
+@test "why is my step frozen: a frozen step's reason names the policy and the step that runs" {
+    two_steps --policy gang --quantum 300ms
+    why_frozen() {
+        status_json | python3 -c '
+import json, sys
+st = {"%d.%d" % (s["job"], s["step"]): s for s in json.load(sys.stdin)["steps"]}
+a, b = st["7.0"], st["8.0"]
+if a["state"] != "frozen" or b["state"] != "running":
+    sys.exit("7.0 %s, 8.0 %s" % (a["state"], b["state"]))
+print(a["reason"])'
+    }
+    for i in $(seq 200); do
+        why=$(why_frozen 2>/dev/null) && break
+        sleep 0.05
+    done
+    assert_contains "$why" "waiting for its turn: policy gang runs 8.0 in this quantum" "reason of frozen 7.0"
+}
+
+@test "cosched status with no engine running says so and exits 1" {
+    for args in "" --json; do
+        run "$COSCHED" status $args --socket "$SOCKDIR/none.sock"
+        [ "$status" -eq 1 ]
+        assert_contains "$output" "no node engine runs here"
+        [ "${#lines[@]}" -eq 1 ]
+    done
+}
+
+# ------------------------------------------------------------------ 6. no job left behind
+
+three_folded() {  # tft with 3 steps until one is frozen and the others folded
+    fake_step 9 0
+    fake_task 9 0 0 c
+    two_steps --policy tft --quantum 200ms
+    registered 9 0 "$c"
+    if [ "$NCPU" -gt 1 ]; then
+        wait_for 10 '[ "$(step_frozen 7 0)$(step_frozen 8 0)$(step_frozen 9 0)" = 100 ] &&
+                     [ "$(task_cpus "$b")" != "$ALL" ] && [ "$(task_cpus "$c")" != "$ALL" ]'
+    else
+        wait_for 10 '[ "$(step_frozen 7 0)" = 1 ]'
+    fi
+}
+
+@test "SIGTERM: every step is thawed and back on all its cpus, its processes run on; socket removed" {
+    three_folded
+    kill -TERM "$ENGINE"
+    st=0
+    wait "$ENGINE" || st=$?
+    assert_equal "$st" 0 "exit status of the engine"
+    restored 7 0 "$a"
+    restored 8 0 "$b"
+    restored 9 0 "$c"
+    for s in 7 8 9; do slurmstepd_thawed "$s" 0; done
+    [ ! -e "$SOCK" ] || { echo "socket $SOCK left behind" >&2; false; }
+    assert_contains "$(cat engine.log)" "giving every step back to Slurm"
+    wait_for 5 no_cosched_process
+}
+
+@test "kill -9 of the engine: the guardian thaws every step and gives back its cpus; a new engine can start" {
+    three_folded
+    kill -KILL "$ENGINE"
+    wait "$ENGINE" || true
+    wait_for 2 restored 7 0 "$a"
+    wait_for 2 restored 8 0 "$b"
+    wait_for 2 restored 9 0 "$c"
+    wait_for 5 no_cosched_process
+    # the lock died with the engine: a new one serves the same socket
+    serve_start --policy gang
+    assert_equal "$(cs_send 'COSCHED/1 ping')" "OK version=1 pid=$ENGINE policy=gang"
+}
+
+@test "a policy that errors in plan(): fallback, every step runs on all its cpus, none stays frozen" {
+    mkdir -m 755 pol
+    cat > pol/boom.lua <<'EOF'
+-- test: a policy whose plan() always raises
+return { api = 1, name = "boom", description = "test: errors in plan()",
+  plan = function(snap) error("boom in plan") end }
+EOF
+    chmod 644 pol/boom.lua
+    two_steps --policy boom --policy-path "$BATS_TEST_TMPDIR/pol"
+    wait_for 10 '[ "$(step_frozen 7 0)$(step_frozen 8 0)" = 00 ]'
+    for i in $(seq 20); do
+        restored 7 0 "$a"
+        restored 8 0 "$b"
+        sleep 0.05
+    done
+    assert_contains "$(cat engine.log)" "policy boom failed in epoch"
+    assert_contains "$(cat engine.log)" "boom in plan"
+}
+
+# ------------------------------------------------------------------ 7. trust
+
+@test "--policy-path to a directory not owned by root or writable by group or others is refused, naming it" {
+    mkdir -m 755 mine ww gw
+    chown nobody mine
+    chmod 777 ww
+    chmod 775 gw
+    for d in mine ww gw; do
+        run "$COSCHED" serve --socket "$SOCK" --policy-path "$BATS_TEST_TMPDIR/$d"
+        [ "$status" -eq 2 ] || { echo "--policy-path $d: status $status: $output" >&2; false; }
+        assert_contains "$output" "--policy-path $BATS_TEST_TMPDIR/$d: $BATS_TEST_TMPDIR/$d is not owned by root or is writable by others"
+        [ ! -e "$SOCK" ]
+    done
+    no_cosched_process
+}
+
+@test "a step asking for a policy that is not installed is refused, naming it; the engine keeps its policy" {
+    fake_step 7 0
+    fake_task 7 0 0 a
+    serve_start --policy gang
+    run cs_register 7 0 "$a" policy=doesnotexist
+    assert_contains "$output" "ERR policy 'doesnotexist' is not installed on this node"
+    run cs_register 7 0 "$a" policy=../../tmp/x
+    assert_contains "$output" "ERR policy '../../tmp/x': a policy name is letters, digits, '_' and '-'"
+    assert_equal "$(cs_send 'COSCHED/1 ping')" "OK version=1 pid=$ENGINE policy=gang"
+    assert_equal "$(step_field 7.0 state)" "" "7.0 in status"
+    assert_equal "$(step_frozen 7 0)" 0 "frozen of 7.0"
+}
+
+@test "a step asking for another installed policy while the engine is idle switches the engine to it" {
+    fake_step 7 0
+    fake_task 7 0 0 a
+    serve_start --policy gang
+    run cs_register 7 0 "$a" policy=tft
+    [[ $output =~ ^OK\ id=1\ policy=tft$ ]] || { echo "register: $output" >&2; false; }
+    assert_equal "$(cs_send 'COSCHED/1 ping')" "OK version=1 pid=$ENGINE policy=tft"
+    assert_contains "$(cat engine.log)" "policy tft now (asked by step 7.0; the engine was idle)"
+    assert_equal "$(step_field 7.0 policy) $(step_field 7.0 asked_policy)" "tft tft" "policy, asked_policy"
+}
+
+@test "a step asking for another policy while steps run is co-scheduled under the running one; status shows both" {
+    fake_step 7 0
+    fake_step 8 0
+    fake_task 7 0 0 a
+    fake_task 8 0 0 b
+    serve_start --policy gang --quantum 300ms
+    registered 7 0 "$a"
+    run cs_register 8 0 "$b" policy=tft
+    [[ $output =~ ^OK\ id=2\ policy=gang$ ]] || { echo "register: $output" >&2; false; }
+    assert_equal "$(cs_send 'COSCHED/1 ping')" "OK version=1 pid=$ENGINE policy=gang"
+    assert_equal "$(step_field 8.0 policy) $(step_field 8.0 asked_policy)" "gang tft" "policy, asked_policy of 8.0"
+    assert_contains "$("$COSCHED" status --socket "$SOCK")" "gang/asked:tft"
+    assert_contains "$(cat engine.log)" "step 8.0 asked for policy tft; co-scheduled under gang"
+    gang_turns
+}
+
+# ------------------------------------------------------------------ 8. environment
+
+@test "cosched serve clears its environment: COSCHED_DATADIR and COSCHED_POLICY_PATH are ignored" {
+    mkdir -m 755 evil
+    cat > evil/evil.lua <<'EOF'
+return { api = 1, name = "evil", description = "must never load in the root engine",
+  plan = function(snap) return { { jobs = {} } } end }
+EOF
+    cp evil/evil.lua evil/gang.lua
+    fake_step 7 0
+    fake_task 7 0 0 a
+    SERVE_ENV=(COSCHED_DATADIR=/nonexistent COSCHED_POLICY_PATH="$BATS_TEST_TMPDIR/evil" LUA_PATH="$BATS_TEST_TMPDIR/evil/?.lua")
+    serve_start --policy gang
+    assert_equal "$(cs_send 'COSCHED/1 ping')" "OK version=1 pid=$ENGINE policy=gang"
+    run cs_register 7 0 "$a" policy=evil
+    assert_contains "$output" "ERR policy 'evil' is not installed on this node"
+    # the source tree's policies load (COSCHED_DATADIR=/nonexistent would hide them)
+    registered 7 0 "$a" policy=tft
+    assert_equal "$(cs_send 'COSCHED/1 ping')" "OK version=1 pid=$ENGINE policy=tft"
+}
+
+# ------------------------------------------------------------------ 9. --detach
+
+@test "--detach returns once the socket listens; the daemon runs in its own session; a second one exits 0 at once" {
+    run "$COSCHED" serve --detach --socket "$SOCK" --log "$BATS_TEST_TMPDIR/daemon.log" --policy gang \
+        --quantum 100ms --counters none 3>&-
+    [ "$status" -eq 0 ] || { echo "serve --detach: status $status: $output" >&2; false; }
+    [ -S "$SOCK" ]
+    # no waiting: it listens as soon as --detach returned
+    run cs_send 'COSCHED/1 ping'
+    [[ $output =~ ^OK\ version=1\ pid=([0-9]+)\ policy=gang$ ]] || { echo "ping: $output" >&2; false; }
+    d=${BASH_REMATCH[1]}
+    echo "$d" > daemon.pid
+    _cs_stat "/proc/$d/stat"
+    assert_equal "${_CS_F[3]}" "$d" "session of the daemon"
+    [ "${_CS_F[1]}" != $$ ]
+    assert_contains "$(cat daemon.log)" "node engine pid $d listening on $SOCK"
+    # a second engine on the same socket: nothing to do, exit 0 (--detach) or 1
+    run "$COSCHED" serve --detach --socket "$SOCK" --policy gang 3>&-
+    [ "$status" -eq 0 ]
+    assert_contains "$output" "an engine already serves $SOCK"
+    run "$COSCHED" serve --socket "$SOCK" --policy gang 3>&-
+    [ "$status" -eq 1 ]
+    assert_contains "$output" "an engine already serves $SOCK"
+    assert_equal "$(cs_send 'COSCHED/1 ping')" "OK version=1 pid=$d policy=gang" "the first engine still serves"
+}
+
+@test "--idle-exit: the detached engine stays while a step is registered and exits after the last one left" {
+    fake_step 7 0
+    fake_task 7 0 0 a
+    run "$COSCHED" serve --detach --idle-exit 2s --socket "$SOCK" --log "$BATS_TEST_TMPDIR/daemon.log" \
+        --policy gang --quantum 100ms --counters none 3>&-
+    [ "$status" -eq 0 ]
+    d=$(cs_send 'COSCHED/1 ping' | sed -n 's/.* pid=\([0-9]*\) .*/\1/p')
+    [ -n "$d" ]
+    echo "$d" > daemon.pid
+    registered 7 0 "$a"
+    # it answers for longer than the idle time while the step is registered
+    up0=$(engine_field uptime)
+    wait_for 20 "python3 -c 'import sys; sys.exit(not float(sys.argv[1]) >= $up0 + 3)' \$(engine_field uptime)"
+    pid_alive "$d"
+    kill -KILL "$a"
+    wait "$a" || true
+    wait_for 15 _cs_gone "$d"
+    assert_contains "$(cat daemon.log)" "exiting (--idle-exit)"
+    [ ! -e "$SOCK" ] || { echo "socket $SOCK left behind" >&2; false; }
+}
+
+# ------------------------------------------------------------------ 10. multi-node steps
+
+@test "a step spanning nodes (nnodes=2) is never frozen under gang, while the single-node steps take turns" {
+    fake_step 7 0
+    fake_step 8 0
+    fake_step 9 0
+    fake_task 7 0 0 a
+    fake_task 8 0 0 b
+    fake_task 9 0 0 c
+    serve_start --policy gang --quantum 200ms
+    registered 7 0 "$a" nnodes=2
+    registered 8 0 "$b"
+    registered 9 0 "$c"
+    assert_contains "$(cat engine.log)" "step 7.0 (uid 0, ?) joined: cores $ALL, spans nodes: never frozen"
+    assert_equal "$(step_field 7.0 never_frozen) $(step_field 7.0 nodes)" "true 2" "never_frozen, nodes"
+    # 8.0 and 9.0 take turns (each seen frozen 3 times) while 7.0 never is frozen
+    local fb=0 fc=0 n=0 A B C
+    while [ $fb -lt 3 ] || [ $fc -lt 3 ] || [ $n -lt 50 ]; do
+        n=$((n + 1))
+        [ $n -lt 600 ] || { echo "8.0 frozen $fb and 9.0 $fc times in $n looks" >&2; false; }
+        A=$(step_frozen 7 0) B=$(step_frozen 8 0) C=$(step_frozen 9 0)
+        assert_equal "$A" 0 "frozen of 7.0 (nnodes=2), look $n"
+        [ "$B" = 1 ] && fb=$((fb + 1))
+        [ "$C" = 1 ] && fc=$((fc + 1))
+        sleep 0.03
+    done
+    assert_equal "$(thread_states "$a")" R "thread states of 7.0"
+}
+
+# ------------------------------------------------------------------ 11. bad options
+
+@test "bad options: one clear message, exit 2, no socket, no engine" {
+    local -a cases=(
+        "--bogus"              "unknown option '--bogus' (see cosched serve --help)"
+        "--quantum 0"          "--quantum 0: expected a duration from 10ms to 60s"
+        "--quantum 2h"         "--quantum 2h: expected a duration from 10ms to 60s"
+        "--idle-exit soon"     "--idle-exit soon: expected a duration"
+        "--counters likwid"    "--counters likwid: the node engine takes auto or none"
+        "extra"                "cosched serve takes no arguments ('extra')"
+        "--policy"             "option --policy needs an argument"
+    )
+    for ((i = 0; i < ${#cases[@]}; i += 2)); do
+        run "$COSCHED" serve --socket "$SOCK" ${cases[i]}
+        [ "$status" -eq 2 ] || { echo "serve ${cases[i]}: status $status: $output" >&2; false; }
+        assert_contains "$output" "${cases[i + 1]}" "message for ${cases[i]}"
+        [ "${#lines[@]}" -eq 1 ] || { echo "serve ${cases[i]}: want one line, got: $output" >&2; false; }
+        [ ! -e "$SOCK" ] && [ ! -e "$SOCK.lock" ] || { echo "serve ${cases[i]}: left $(ls "$SOCKDIR")" >&2; false; }
+    done
+    run "$COSCHED" serve --socket "$SOCK" --policy nosuch
+    [ "$status" -eq 2 ]
+    assert_contains "$output" "--policy: policy 'nosuch' is not installed on this node"
+    [ ! -e "$SOCK" ]
+    no_cosched_process
+}
+
+@test "cosched serve as a non-root user is refused with the reason, exit 2, nothing created" {
+    run runuser -u nobody -- "$COSCHED" serve --socket "$SOCK" --policy gang
+    [ "$status" -eq 2 ]
+    assert_contains "$output" "cosched serve must run as root"
+    [ "${#lines[@]}" -eq 1 ]
+    [ -z "$(ls -A "$SOCKDIR")" ] || { echo "left in $SOCKDIR: $(ls -A "$SOCKDIR")" >&2; false; }
+    no_cosched_process
+}

@@ -1,0 +1,214 @@
+# fakeslurm.bash - Slurm steps without Slurm, for the node engine's tests
+# (tests/61-serve.bats): a fake tree in Slurm's cgroup/v2 layout inside the
+# REAL cgroup2 mount, real processes in it, a real `cosched serve` on a
+# private socket, and a raw protocol client (cs_client.py).
+# `load helpers/common` first.
+#
+# Slurm's cgroup/v2 layout, as launcher/slurm.c expects it:
+#   FAKE_ROOT/system.slice/slurmstepd.scope/job_<J>/step_<S>/{slurm,user/task_<T>}
+# The engine freezes step_<S>/user (cgroup.freeze) and, without a cgroup2
+# cpuset controller, moves cores with sched_setaffinity on every thread below
+# it.  step_<S>/slurm stands for slurmstepd and must never be frozen.
+#
+# FAKE_ROOT is <cgroup2 mount>/cosched-fakeslurm/<pid of the test's shell>:
+# the "cosched" name puts it in common.bash's view (cleanup_cosched thaws and
+# removes it as a last resort); the pid of a live process of this bats run
+# makes every other run's helpers treat it as foreign (they neither count nor
+# touch it) while the test lives, and reclaim it if a dead test left it.
+#
+# Functions:
+#   fake_setup                  in setup(): FAKE_ROOT, SOCKDIR (a 0755 dir for
+#                               sockets that uid nobody can reach), SOCK
+#   fake_teardown               in teardown(): stop the engines, kill every
+#                               process in the tree, thaw, remove the tree and
+#                               SOCKDIR; fails when something stays
+#   fake_step J S               create step J.S (slurm/ and user/), with a
+#                               "slurmstepd" (sleep) in slurm/
+#   fake_task J S T NAME [--cpus LIST] [PROG ARGS...]
+#                               start PROG (default: spin -t 2) inside
+#                               step_S/user/task_T, bound to LIST if given;
+#                               its pid goes to $BATS_TEST_TMPDIR/NAME.pid and
+#                               to the variable NAME
+#   step_dir J S [SUB]          the step's directory (or SUB below it)
+#   step_frozen J S             "frozen" of step_S/user/cgroup.events (0/1)
+#   serve_start [ARGS...]       `cosched serve --socket $SOCK --quantum 100ms
+#                               --counters none ARGS` in the background, with
+#                               the variables of the array SERVE_ENV added to
+#                               its environment, log in engine.log; ENGINE is
+#                               its pid; waits until ping answers
+#   cs_send REQUEST [OPTS...]   raw request as root (cs_client.py; escapes
+#                               like \x00 decoded), reply on stdout
+#   cs_send_as USER REQUEST ... the same as another user (runuser)
+#   cs_register J S PID [K=V...] register a task (uid=0 cores=0-N by default)
+#   status_json [USER]          `cosched status --json` (as USER)
+#   step_field J.S FIELD [USER] one field of a step in status --json ("" if
+#                               the step is not listed)
+#   engine_field FIELD          one field of "engine" in status --json
+#   quanta J.S                  quanta_run + quanta_waited of a step
+
+CS_CLIENT=$COSCHED_SRCDIR/tests/helpers/cs_client.py
+# uid nobody cannot run root's pyenv shims: the system interpreter for it
+SYS_PYTHON=/usr/bin/python3
+[ -x "$SYS_PYTHON" ] || SYS_PYTHON=$(command -v python3)
+
+fake_setup() {
+    local v2
+    v2=$(_cs_v2_mount)
+    FAKE_TOP=$v2/cosched-fakeslurm
+    FAKE_ROOT=$FAKE_TOP/$$
+    FAKE_SCOPE=$FAKE_ROOT/system.slice/slurmstepd.scope
+    mkdir -p "$FAKE_SCOPE"
+    SOCKDIR=$(mktemp -d /tmp/cs61.XXXXXX)
+    chmod 755 "$SOCKDIR"
+    SOCK=$SOCKDIR/e.sock
+    NCPU=$(nproc)
+    ALL="0-$((NCPU - 1))"
+    [ "$NCPU" -gt 1 ] || ALL=0
+    ENGINE=
+    SERVE_ENV=()
+}
+
+step_dir() {
+    local d=$FAKE_SCOPE/job_$1/step_$2
+    [ -n "${3:-}" ] && d=$d/$3
+    echo "$d"
+}
+
+fake_step() {
+    local d
+    d=$(step_dir "$1" "$2")
+    mkdir -p "$d/slurm" "$d/user"
+    # slurmstepd's stand-in: lives in step_S/slurm, must never be frozen
+    bash -c 'echo $$ > "$1/cgroup.procs" && exec sleep 100000' _ "$d/slurm" 3>&- &
+    echo $! > "$BATS_TEST_TMPDIR/stepd_$1_$2.pid"
+    disown $!           # killed in teardown: no "Killed" notice from this shell
+    wait_for 5 "grep -qx $! '$d/slurm/cgroup.procs'"
+}
+
+fake_task() {
+    local j=$1 s=$2 t=$3 name=$4 cpus='' d pid
+    shift 4
+    if [ "${1:-}" = --cpus ]; then cpus=$2; shift 2; fi
+    [ $# -gt 0 ] || set -- "$PROGS/spin" -t 2
+    d=$(step_dir "$j" "$s" "user/task_$t")
+    mkdir -p "$d"
+    # spin says when every thread runs
+    [[ $1 == */spin ]] && set -- "$@" -p "$BATS_TEST_TMPDIR/$name.ready"
+    if [ -n "$cpus" ]; then set -- taskset -c "$cpus" "$@"; fi
+    # born inside the task's cgroup, as under slurmstepd: the shell moves
+    # itself, then execs (taskset execs in turn: the pid stays the task's)
+    bash -c 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"' _ "$d" "$@" 3>&- &
+    pid=$!
+    disown "$pid"
+    echo "$pid" > "$BATS_TEST_TMPDIR/$name.pid"
+    printf -v "$name" '%s' "$pid"
+    wait_for 5 "grep -qx $pid '$d/cgroup.procs'"
+    if [[ $* == *" -p $BATS_TEST_TMPDIR/$name.ready"* ]]; then
+        wait_for 10 test -s "$BATS_TEST_TMPDIR/$name.ready"
+    fi
+}
+
+step_frozen() {
+    awk '$1 == "frozen" { print $2 }' "$(step_dir "$1" "$2" user)/cgroup.events"
+}
+
+serve_start() {
+    env "${SERVE_ENV[@]}" "$COSCHED" serve --socket "$SOCK" --quantum 100ms --counters none "$@" \
+        2> "$BATS_TEST_TMPDIR/engine.log" 3>&- &
+    ENGINE=$!
+    echo "$ENGINE" > "$BATS_TEST_TMPDIR/engine.pid"
+    wait_for 10 "cs_send 'COSCHED/1 ping' | grep -q '^OK '" || {
+        cat "$BATS_TEST_TMPDIR/engine.log" >&2
+        return 1
+    }
+}
+
+cs_send() {
+    python3 "$CS_CLIENT" "$SOCK" "$@"
+}
+
+cs_send_as() {
+    local user=$1
+    shift
+    runuser -u "$user" -- "$SYS_PYTHON" "$CS_CLIENT" "$SOCK" "$@"
+}
+
+cs_register() {
+    local j=$1 s=$2 pid=$3
+    shift 3
+    local kv=" $*"
+    [[ $kv == *" uid="* ]] || kv+=" uid=0"
+    [[ $kv == *" cores="* ]] || kv+=" cores=$ALL"
+    cs_send "COSCHED/1 register job=$j step=$s pid=$pid$kv"
+}
+
+status_json() {
+    if [ -n "${1:-}" ]; then
+        runuser -u "$1" -- "$COSCHED" status --json --socket "$SOCK"
+    else
+        "$COSCHED" status --json --socket "$SOCK"
+    fi
+}
+
+step_field() {
+    status_json "${3:-}" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+want, field = sys.argv[1], sys.argv[2]
+for s in d["steps"]:
+    if "%d.%d" % (s["job"], s["step"]) == want:
+        v = s[field]
+        print(json.dumps(v) if isinstance(v, (bool, type(None))) else v)
+' "$1" "$2"
+}
+
+engine_field() {
+    status_json | python3 -c 'import json, sys; print(json.load(sys.stdin)["engine"][sys.argv[1]])' "$1"
+}
+
+quanta() {
+    status_json | python3 -c '
+import json, sys
+for s in json.load(sys.stdin)["steps"]:
+    if "%d.%d" % (s["job"], s["step"]) == sys.argv[1]:
+        print(s["quanta_run"] + s["quanta_waited"])
+' "$1"
+}
+
+# Stop a cosched (engine or daemon) whose pid is in FILE: SIGTERM, then SIGKILL.
+_fake_stop_pidfile() {
+    local p
+    [ -f "$1" ] || return 0
+    read -r p < "$1" || return 0
+    [[ $p =~ ^[0-9]+$ ]] && pid_alive "$p" && _cs_ours_pid "$p" || return 0
+    kill -TERM "$p" 2>/dev/null || true
+    wait_for 5 _cs_gone "$p" 2>/dev/null || { echo "fake_teardown: SIGKILL to $p" >&2; kill -KILL "$p" 2>/dev/null; }
+    wait "$p" 2>/dev/null || true
+}
+
+fake_teardown() {
+    local f d p left=()
+    for f in "$BATS_TEST_TMPDIR"/engine*.pid "$BATS_TEST_TMPDIR"/daemon*.pid; do
+        _fake_stop_pidfile "$f"
+    done
+    if [ -n "${FAKE_ROOT:-}" ] && [ -d "$FAKE_ROOT" ]; then
+        # every process in the tree: SIGKILL (a task frozen by cgroup.freeze dies on it), then thaw
+        for f in $(find "$FAKE_ROOT" -name cgroup.procs 2>/dev/null); do
+            while read -r p; do
+                kill -KILL "$p" 2>/dev/null || true
+            done < "$f"
+        done
+        for d in $(find "$FAKE_ROOT" -type d 2>/dev/null); do
+            [ "$(cat "$d/cgroup.freeze" 2>/dev/null)" = 0 ] || { echo 0 > "$d/cgroup.freeze"; } 2>/dev/null || true
+        done
+        wait_for 5 "grep -qx 'populated 0' '$FAKE_ROOT/cgroup.events'" || true
+        find "$FAKE_ROOT" -depth -type d -exec rmdir {} \; 2>/dev/null || true
+        rmdir "$FAKE_TOP" 2>/dev/null || true
+        [ -d "$FAKE_ROOT" ] && left+=("fake cgroup tree left: $FAKE_ROOT")
+    fi
+    [ -n "${SOCKDIR:-}" ] && rm -rf "$SOCKDIR"
+    cleanup_cosched
+    [ ${#left[@]} -eq 0 ] && return 0
+    printf 'fake_teardown: %s\n' "${left[@]}" >&2
+    return 1
+}
