@@ -98,10 +98,19 @@ M.older = older
 function M.select(entries, k)
   local n = #entries
   if k >= n or k * 8 > n then                 -- most of them: sort
+    -- positions sorted on keys read once into arrays (cheaper comparisons)
+    local age, wt, id, idx = {}, {}, {}, {}
+    for i = 1, n do
+      local e = entries[i]
+      age[i], wt[i], id[i], idx[i] = e.age, e.wt, e.id, i
+    end
+    table.sort(idx, function(a, b)
+      if age[a] ~= age[b] then return age[a] > age[b] end
+      if wt[a] ~= wt[b] then return wt[a] > wt[b] end
+      return id[a] < id[b]
+    end)
     local l = {}
-    for i = 1, n do l[i] = entries[i] end
-    table.sort(l, older)
-    for i = n, k + 1, -1 do l[i] = nil end
+    for i = 1, math.min(k, n) do l[i] = entries[idx[i]] end
     return l
   end
   return M.top(entries, k)

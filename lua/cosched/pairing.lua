@@ -377,50 +377,56 @@ function M.fill_holes(snap, jobs, holes, fill)
   local ctx = fill.ctx
   local busy = {}
   for _, e in ipairs(jobs) do busy[e.id] = true end
-  local order
+  -- the candidates by class, each queue in the policy's order (ranks)
+  local order = fill.order()
+  local q = { N = {}, S = {}, C = {} }
+  for rank, job in ipairs(order) do
+    local inf = ctx.info[job.id]
+    if inf and not inf.gang_only and not busy[job.id] then
+      local l = q[inf.class] or q.N
+      l[#l + 1] = rank
+    end
+  end
+  local head = { N = 1, S = 1, C = 1 }
   local gis = {}
   for gi in pairs(holes) do gis[#gis + 1] = gi end
   table.sort(gis)
   for _, gi in ipairs(gis) do
     local h = holes[gi]
-    if #h.cores > 0 then
-      order = order or fill.order()
-      for _, id in ipairs(h.members) do
-        local inf = ctx.info[id]
-        if inf then h.classes[inf.class] = true end
-      end
-      for pass = 1, 2 do
-        for _, job in ipairs(order) do
-          if #h.cores == 0 then break end
-          local id = job.id
-          local inf = ctx.info[id]
-          if not busy[id] and inf and not inf.gang_only then
-            local cls = inf.class
-            local ok
-            if pass == 1 then ok = cls == "N"
-            else ok = cls ~= "N" and not (h.classes[CONFLICT[cls]]) end
-            if ok then
-              local t = math.max(1, math.min(job.threads or #h.cores, #h.cores))
-              local take = {}
-              for k = 1, t do take[k] = h.cores[k] end
-              local rest = {}
-              for k = t + 1, #h.cores do rest[#rest + 1] = h.cores[k] end
-              h.cores = rest
-              jobs[#jobs + 1] = { id = id, cpus = flat(take, 1, #take) }
-              busy[id] = true
-              h.classes[cls] = true
-            end
-          end
-        end
-      end
+    local cores, pos = h.cores, 1
+    for _, id in ipairs(h.members) do
+      local inf = ctx.info[id]
+      if inf then h.classes[inf.class] = true end
     end
+    local function take(cls)
+      local job = order[q[cls][head[cls]]]
+      head[cls] = head[cls] + 1
+      local left = #cores - pos + 1
+      local t = math.max(1, math.min(job.threads or left, left))
+      jobs[#jobs + 1] = { id = job.id, cpus = flat(cores, pos, pos + t - 1) }
+      pos = pos + t
+      h.classes[cls] = true
+    end
+    -- pass 1: class N ("reuse N applications to fill empty cores")
+    while pos <= #cores and head.N <= #q.N do take("N") end
+    -- pass 2: S or C, whichever comes first in the order and does not
+    -- conflict with the group (never S beside C)
+    while pos <= #cores do
+      local rs = not h.classes.C and q.S[head.S] or nil
+      local rc = not h.classes.S and q.C[head.C] or nil
+      if rs and (not rc or rs < rc) then take("S")
+      elseif rc then take("C")
+      else break end
+    end
+    h.left = #cores - pos + 1             -- cores nobody took
   end
 end
 
 -- ------------------------------------------------------------------ characterization glue
 
+local INF = math.huge
 local function finite(x)
-  return type(x) == "number" and x == x and x > -math.huge and x < math.huge and x or nil
+  return type(x) == "number" and x == x and x > -INF and x < INF and x or nil
 end
 
 local Src = {}
@@ -648,8 +654,9 @@ function M.static(opts)
           for j = 1, nb do pick[#pick + 1] = units[best[j]] end
         end
       end
+      local memo
       local fill = not info[pick[1][1]].gang_only and {
-        ctx = ctx, order = function() return rotation.order(snap, ready) end } or nil
+        ctx = ctx, order = function() memo = memo or rotation.order(snap, ready); return memo end } or nil
       local jobs, shared = M.place(snap, pick, ctx.budget, opts.fold, opts.split, fill)
       steps[1] = { duration = snap.quantum, jobs = jobs, shared = shared or nil }
     end

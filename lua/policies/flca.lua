@@ -211,11 +211,14 @@ return {
       local K = (k_param or ageing.k_default(n)) * D
       local sel = ageing.select(entries, K)
       -- residual cores: the ready jobs in age order (pairing.fill_holes),
-      -- sorted only when a hole exists
+      -- sorted only when a hole exists, once per plan
+      local memo
       local fill = { ctx = ctx, order = function()
-        local l = {}
-        for i, e in ipairs(ageing.select(entries, #entries)) do l[i] = ctx.byid[e.id] end
-        return l
+        if not memo then
+          memo = {}
+          for i, e in ipairs(ageing.select(entries, #entries)) do memo[i] = ctx.byid[e.id] end
+        end
+        return memo
       end }
       local rank, gang, units, foldable = {}, {}, {}, {}
       for r, e in ipairs(sel) do

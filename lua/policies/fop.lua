@@ -150,10 +150,13 @@ return {
           end
         end
       end
+      local memo
       local fill = not oldest.gang and { ctx = ctx, order = function()
-        local l = {}
-        for i, e in ipairs(ageing.select(entries, #entries)) do l[i] = ctx.byid[e.id] end
-        return l
+        if not memo then
+          memo = {}
+          for i, e in ipairs(ageing.select(entries, #entries)) do memo[i] = ctx.byid[e.id] end
+        end
+        return memo
       end } or nil
       local jobs, shared = pairing.place(snap, units, ctx.budget, true, split, fill)
       steps[1] = { duration = tq, jobs = jobs, shared = shared or nil }

@@ -40,12 +40,15 @@
  * says which limit.
  *
  *   COSCHED_DATADIR=$srcdir policybench [-P gang,tft,...] [-j 10,100,1000]
- *       [-t 1,8] [-e 30] [-m stored|fresh|both] [-o key=value ...] [-L] [-R] [-v]
+ *       [-t 1,8] [-e 30] [-m stored|fresh|both] [-o key=value ...] [-w T] [-L] [-R] [-v]
  *
  * -t: LLC domains; 1 = synthetic:pack:1 l3:1 core:256 pu:1, 8 =
  * synthetic:pack:2 l3:4 core:32 pu:1 (256 cores either way); any other
  * value D (dividing 256) = pack:1 l3:D core:256/D pu:1.  -T DESC replaces
- * the list by one synthetic description.  -P default: every policy that
+ * the list by one synthetic description.  -w T: every job has T threads
+ * (default: the managed PUs): with fewer threads than the cores a job would
+ * get, the paper-001 policies trim it and fill the residual cores with other
+ * jobs (cosched.pairing.fill_holes), which this measures.  -P default: every policy that
  * `cosched policies` lists except classify.  -o: --policy-opt for every
  * policy (only those that declare the key get it).  -L: raised limits from
  * the start.  -R: time the policies only, not (null) and (walk) (for a
@@ -72,6 +75,7 @@
 #define RAISED_SECS   60.0
 
 static int epochs = 30;
+static int job_threads;             /* -w: threads per job; 0: the managed PUs */
 static int no_refs;                 /* -R: skip (null) and (walk), e.g. under perf */
 static char *opts[MAXLIST];
 static int nopts;
@@ -208,7 +212,7 @@ static void engine_init(struct cs_engine *e, struct cs_topo *t, int njobs, int s
         struct cs_job *j = calloc(1, sizeof *j);
         j->id = i + 1;
         j->name = cs_strdup_printf("job%d", j->id);
-        j->threads = hwloc_bitmap_weight(e->managed);
+        j->threads = job_threads > 0 ? job_threads : hwloc_bitmap_weight(e->managed);
         j->cls_hint = cls[i % 3];
         j->origin = "policybench";
         j->state = CS_JOB_LIVE;
@@ -406,7 +410,7 @@ out:
 static void usage(void)
 {
     fprintf(stderr, "usage: policybench [-P policy,...] [-j 10,100,1000] [-t 1,8 | -T DESC] [-e 30]\n"
-                    "                   [-m stored|fresh|both] [-o key=value]... [-L] [-R] [-v]\n");
+                    "                   [-m stored|fresh|both] [-o key=value]... [-w threads] [-L] [-R] [-v]\n");
     exit(2);
 }
 
@@ -418,13 +422,14 @@ int main(int argc, char **argv)
     int modes[2] = { 1, 0 }, nmodes = 1;
     char *pol_arg = NULL, *jobs_arg = jl, *llc_arg = ll, *topo_arg = NULL;
 
-    while ((c = getopt(argc, argv, "P:j:t:T:e:m:o:LRvh")) != -1) {
+    while ((c = getopt(argc, argv, "P:j:t:T:e:m:o:w:LRvh")) != -1) {
         switch (c) {
         case 'P': pol_arg = optarg; break;
         case 'j': jobs_arg = optarg; break;
         case 't': llc_arg = optarg; break;
         case 'T': topo_arg = optarg; break;
         case 'e': epochs = atoi(optarg); if (epochs < 1) usage(); break;
+        case 'w': job_threads = atoi(optarg); if (job_threads < 1) usage(); break;
         case 'm':
             if (!strcmp(optarg, "stored")) { modes[0] = 1; nmodes = 1; }
             else if (!strcmp(optarg, "fresh")) { modes[0] = 0; nmodes = 1; }
@@ -480,9 +485,14 @@ int main(int argc, char **argv)
         if (!(tp[i] = cs_topo_load(topos[i])))
             return 1;
 
-    printf("Policy decision time: one cs_policy_plan() call (snapshot + Lua plan() + validation), "
-           "%d epochs per cell, quantum 1 s, every job live (threads = managed PUs), no counters.\n",
-           epochs);
+    if (job_threads > 0)
+        printf("Policy decision time: one cs_policy_plan() call (snapshot + Lua plan() + validation), "
+               "%d epochs per cell, quantum 1 s, every job live (threads = %d), no counters.\n",
+               epochs, job_threads);
+    else
+        printf("Policy decision time: one cs_policy_plan() call (snapshot + Lua plan() + validation), "
+               "%d epochs per cell, quantum 1 s, every job live (threads = managed PUs), no counters.\n",
+               epochs);
     for (int i = 0; i < ntopos; i++)
         printf("Topology %d LLC%s: %s (%d cores, %d PUs).\n", tp[i]->nllcs, tp[i]->nllcs == 1 ? "" : "s",
                topos[i], tp[i]->ncores, tp[i]->npus);
