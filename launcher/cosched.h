@@ -237,9 +237,11 @@ extern const struct cs_control_ops cs_control_slurm;
 /* A simulated node (control_sim.c): acts on e->sim; never chosen by name. */
 extern const struct cs_control_ops cs_control_sim;
 /* Check that pid is a task of Slurm step job.step (its cgroups say so) and
- * give the cores of the step's allocation; -1 with why. */
+ * give the cores of the step's allocation and the step's cgroup on this node
+ * (where: it tells the parts of a step on several nodes of one machine
+ * apart); -1 with why. */
 int cs_slurm_step_cpus(pid_t pid, unsigned long job, unsigned long step, hwloc_bitmap_t cpus,
-                       char *why, size_t len);
+                       char *where, size_t wlen, char *why, size_t len);
 /* Pick by name ("auto" chooses the best usable one and says which). */
 const struct cs_control_ops *cs_control_select(const char *name);
 const struct cs_control_ops *cs_control_by_name(const char *name);

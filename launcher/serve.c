@@ -81,6 +81,7 @@ struct served {                      /* per job (j->served) */
     char asked[64];                  /* the policy the step asked for */
     char opts[256];
     int nnodes;
+    char where[PATH_MAX];            /* the step's cgroup on this node (one machine may be several nodes) */
     struct task *t;
     int nt;
 };
@@ -174,12 +175,22 @@ static int pidfd_open_(pid_t pid)
 #endif
 }
 
-static struct cs_job *find_step(struct cs_engine *e, unsigned long job, unsigned long step)
+/* The live job of step job.step whose cgroup is `where`, or - where NULL -
+ * the one holding task pid. */
+static struct cs_job *find_step(struct cs_engine *e, unsigned long job, unsigned long step, const char *where,
+                                pid_t pid, int *task)
 {
     for (int i = 0; i < e->njobs; i++) {
         struct served *sv = e->jobs[i]->served;
-        if (e->jobs[i]->state == CS_JOB_LIVE && sv && sv->job == job && sv->step == step)
+        if (e->jobs[i]->state != CS_JOB_LIVE || !sv || sv->job != job || sv->step != step)
+            continue;
+        if (where && strcmp(where, sv->where) == 0)
             return e->jobs[i];
+        for (int k = 0; !where && k < sv->nt; k++)
+            if (sv->t[k].pid == pid) {
+                *task = k;
+                return e->jobs[i];
+            }
     }
     return NULL;
 }
@@ -222,12 +233,14 @@ static int do_register(struct cs_engine *e, const struct cs_msg *m, char *rep, s
         snprintf(err, sizeof err, "register: key 'cores' missing");
         goto bad;
     }
+    char where[PATH_MAX];
     hwloc_bitmap_t cpus = hwloc_bitmap_alloc();
-    if (cs_slurm_step_cpus((pid_t)pid, (unsigned long)job, (unsigned long)step, cpus, err, sizeof err) < 0) {
+    if (cs_slurm_step_cpus((pid_t)pid, (unsigned long)job, (unsigned long)step, cpus, where, sizeof where, err,
+                           sizeof err) < 0) {
         hwloc_bitmap_free(cpus);
         goto bad;
     }
-    if ((j = find_step(e, (unsigned long)job, (unsigned long)step)) != NULL) {
+    if ((j = find_step(e, (unsigned long)job, (unsigned long)step, where, 0, NULL)) != NULL) {
         struct served *sv = j->served;
         hwloc_bitmap_free(cpus);
         for (int k = 0; k < sv->nt; k++)
@@ -291,6 +304,7 @@ static int do_register(struct cs_engine *e, const struct cs_msg *m, char *rep, s
     snprintf(sv->prog, sizeof sv->prog, "%s", cs_msg_get(m, "name") ? cs_msg_get(m, "name") : "?");
     snprintf(sv->asked, sizeof sv->asked, "%s", pol ? pol : cs_policy_name(e->policy));
     snprintf(sv->opts, sizeof sv->opts, "%s", cs_msg_get(m, "opts") ? cs_msg_get(m, "opts") : "");
+    snprintf(sv->where, sizeof sv->where, "%s", where);
     sv->nnodes = cs_msg_long(m, "nnodes", 1, 100000, 1, &v, err, sizeof err) == 0 ? (int)v : 1;
     sv->t = malloc(sizeof *sv->t);
     sv->t[0] = (struct task){ (pid_t)pid, pidfd_open_((pid_t)pid) };
@@ -343,14 +357,11 @@ static int do_deregister(struct cs_engine *e, const struct cs_msg *m, char *rep,
         snprintf(rep, len, "ERR %s", err);
         return 0;
     }
-    if ((j = find_step(e, (unsigned long)job, (unsigned long)step)) != NULL) {
-        struct served *sv = j->served;
-        for (int k = 0; k < sv->nt; k++)
-            if (sv->t[k].pid == (pid_t)pid) {
-                snprintf(rep, len, "OK");
-                task_remove(e, j, k, "its tasks ended");
-                return 1;
-            }
+    int k;
+    if ((j = find_step(e, (unsigned long)job, (unsigned long)step, NULL, (pid_t)pid, &k)) != NULL) {
+        snprintf(rep, len, "OK");
+        task_remove(e, j, k, "its tasks ended");
+        return 1;
     }
     snprintf(rep, len, "OK unknown=1");   /* already gone (pidfd was first): not an error */
     return 0;
@@ -802,7 +813,7 @@ static const char serve_help[] =
     "  --quantum DURATION     time quantum, 10ms to 60s (default 1s)\n"
     "  --idle-exit DURATION   exit after this long with no step (default 0: never)\n"
     "  --detach               run in the background once listening (started on demand by the plugin)\n"
-    "  --log FILE             messages go here with --detach (default /dev/null)\n"
+    "  --log FILE             messages go here with --detach (default SOCKET.log)\n"
     "  --trace FILE           one JSON line per step and per job event\n"
     "  --counters SPEC        auto (default) or none\n"
     "  --verbose, --quiet     more / fewer messages\n";
@@ -813,7 +824,7 @@ int cs_cmd_serve(int argc, char **argv)
 {
     struct cs_engine e = { 0 };
     struct cs_serve s = { .lfd = -1, .socket = CS_PROTO_SOCKET };
-    const char *policy = "flca", *logfile = "/dev/null", *trace = NULL, *counters = "auto";
+    const char *policy = "flca", *logfile = NULL, *trace = NULL, *counters = "auto";
     char **ppath = NULL;
     int nppath = 0, detach = 0, c, status = 2, lockfd = -1, ready[2] = { -1, -1 };
     struct cs_profile *profile = NULL;
@@ -948,8 +959,10 @@ int cs_cmd_serve(int argc, char **argv)
         }
         close(ready[0]);
         setsid();
+        char logdef[PATH_MAX];
+        snprintf(logdef, sizeof logdef, "%s.log", s.socket);
         leave_slurm_cgroups();
-        int nul = open("/dev/null", O_RDWR), lf = open(logfile, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+        int nul = open("/dev/null", O_RDWR), lf = open(logfile ? logfile : logdef, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
         if (nul >= 0) {
             dup2(nul, 0);
             dup2(nul, 1);
@@ -960,15 +973,13 @@ int cs_cmd_serve(int argc, char **argv)
             close(nul);
         if (lf > 2)
             close(lf);
-        if (chdir("/") < 0)
-            ;
+        (void)!chdir("/");
     }
     s.started = s.idle_since = cs_now();
     cs_info("node engine pid %d listening on %s: policy %s, quantum %g s%s", (int)getpid(), s.socket, policy,
             e.quantum, s.idle_exit > 0 ? ", exits when idle" : "");
     if (detach) {
-        if (write(ready[1], "y", 1) != 1)
-            ;
+        (void)!write(ready[1], "y", 1);
         close(ready[1]);
     }
     status = cs_engine_run(&e);

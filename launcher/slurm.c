@@ -59,6 +59,7 @@ struct sl_job {
     char freeze[PATH_MAX];      /* v1: = step; v2: step/user */
     char cpuset[PATH_MAX];      /* v1: the cpuset step dir; v2: step/user or "" (affinity) */
     char orig[512];             /* the step's cores (list) as Slurm set them */
+    int dying;                  /* Slurm is killing it: never frozen again (1 seen, 2 said) */
     char record[REC_MAX];
     struct cs_proc_cpu cpu;
 };
@@ -82,6 +83,17 @@ static int step_prefix(const char *path, unsigned long job, unsigned long step, 
     return -1;
 }
 
+/* out = a b; -1 when it does not fit (a path deeper than PATH_MAX). */
+static int join(char *out, size_t len, const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la + lb + 1 > len)
+        return -1;
+    memcpy(out, a, la);
+    memcpy(out + la, b, lb + 1);
+    return 0;
+}
+
 static int mount_of(const char *ctl, char *mnt, size_t len)
 {
     char dir[PATH_MAX], why[256];
@@ -100,15 +112,17 @@ static int locate(pid_t pid, unsigned long job, unsigned long step, struct sl_jo
                      (int)pid, path);
             return -1;
         }
-        snprintf(sj->step, sizeof sj->step, "%s%s", mnt, rel);
-        snprintf(sj->freeze, sizeof sj->freeze, "%s", sj->step);
+        if (join(sj->step, sizeof sj->step, mnt, rel) < 0)
+            goto too_long;
+        memcpy(sj->freeze, sj->step, sizeof sj->freeze);
         if (cs_proc_cgroup(pid, "cpuset", path, sizeof path) < 0 || step_prefix(path, job, step, rel, sizeof rel) < 0 ||
             mount_of("cpuset", mnt, sizeof mnt) < 0) {
             snprintf(why, len, "pid %d is in step %lu.%lu's freezer cgroup but not in its cpuset cgroup "
                      "(is ConstrainCores=yes in cgroup.conf?)", (int)pid, job, step);
             return -1;
         }
-        snprintf(sj->cpuset, sizeof sj->cpuset, "%s%s", mnt, rel);
+        if (join(sj->cpuset, sizeof sj->cpuset, mnt, rel) < 0)
+            goto too_long;
         if (cs_cg_read(sj->cpuset, "cpuset.cpus", sj->orig, sizeof sj->orig) < 0) {
             snprintf(why, len, "cannot read %s/cpuset.cpus: %s", sj->cpuset, strerror(errno));
             return -1;
@@ -122,8 +136,8 @@ static int locate(pid_t pid, unsigned long job, unsigned long step, struct sl_jo
             return -1;
         }
         sj->v2 = 1;
-        snprintf(sj->step, sizeof sj->step, "%s%s", mnt, rel);
-        snprintf(sj->freeze, sizeof sj->freeze, "%s/user", sj->step);
+        if (join(sj->step, sizeof sj->step, mnt, rel) < 0 || join(sj->freeze, sizeof sj->freeze, sj->step, "/user") < 0)
+            goto too_long;
         if (access(sj->freeze, F_OK) < 0 || strstr(path + strlen(rel), "/user") != path + strlen(rel)) {
             snprintf(why, len, "pid %d is in %s, not below %s/user where Slurm's cgroup/v2 puts a step's tasks",
                      (int)pid, path, rel);
@@ -164,15 +178,19 @@ static int locate(pid_t pid, unsigned long job, unsigned long step, struct sl_jo
                      "its cgroup2: %s)", (int)pid, job, step, path, v2);
     }
     return -1;
+too_long:
+    snprintf(why, len, "step %lu.%lu: its cgroup path is longer than %d bytes", job, step, PATH_MAX);
+    return -1;
 }
 
-int cs_slurm_step_cpus(pid_t pid, unsigned long job, unsigned long step, hwloc_bitmap_t cpus, char *why,
-                       size_t len)
+int cs_slurm_step_cpus(pid_t pid, unsigned long job, unsigned long step, hwloc_bitmap_t cpus, char *where,
+                       size_t wlen, char *why, size_t len)
 {
     struct sl_job sj;
 
     if (locate(pid, job, step, &sj, why, len) < 0)
         return -1;
+    snprintf(where, wlen, "%s", sj.freeze);
     if (hwloc_bitmap_list_sscanf(cpus, sj.orig) < 0 || hwloc_bitmap_iszero(cpus)) {
         snprintf(why, len, "step %lu.%lu has no cores ('%s')", job, step, sj.orig);
         return -1;
@@ -337,6 +355,38 @@ static int state_is(int v2, const char *dir, int on)
     return strcmp(buf, on ? "FROZEN" : "THAWED") == 0;
 }
 
+/* 1 when a task of the step has SIGKILL pending: Slurm is killing it (it
+ * thaws its step freezer, signals, and expects the tasks to die).  A v1
+ * freezer would hold a task with a pending SIGKILL for good, so such a step
+ * is never frozen again (scancel, time limits). */
+static int being_killed(const struct sl_job *sj)
+{
+    char *list = cs_cg_read_all(sj->freeze, "cgroup.procs"), *p, *end;
+    int killed = 0;
+
+    for (p = list; p && *p && !killed; p = end) {
+        long pid = strtol(p, &end, 10);
+        char name[64], line[256];
+        FILE *f;
+        if (end == p) {
+            end = p + 1;
+            continue;
+        }
+        snprintf(name, sizeof name, "/proc/%ld/status", pid);
+        if ((f = fopen(name, "re")) == NULL)
+            continue;
+        while (fgets(line, sizeof line, f))
+            if (strncmp(line, "ShdPnd:", 7) == 0 || strncmp(line, "SigPnd:", 7) == 0) {
+                unsigned long long m = strtoull(line + 7, NULL, 16);
+                if (m & (1ULL << (SIGKILL - 1)))
+                    killed = 1;
+            }
+        fclose(f);
+    }
+    free(list);
+    return killed;
+}
+
 /* Start every freeze, then poll them all until frozen or the common bound. */
 static int sl_freeze_many(struct cs_engine *e, struct cs_job **jobs, int n, int *frozen)
 {
@@ -346,6 +396,13 @@ static int sl_freeze_many(struct cs_engine *e, struct cs_job **jobs, int n, int 
 
     for (i = 0; i < n; i++) {
         struct sl_job *sj = jobs[i]->ctl;
+        if (sj->dying || (sj->dying = being_killed(sj))) {
+            if (sj->dying == 1)
+                cs_info(WHO ": step %s is being killed by Slurm: never frozen again", jobs[i]->name);
+            sj->dying = 2;
+            frozen[i] = -2;
+            continue;
+        }
         frozen[i] = cs_cg_write(WHO, sj->freeze, freeze_file(sj->v2), freeze_value(sj->v2, 1)) < 0 ? -1 : 0;
         pending += frozen[i] == 0;
     }
@@ -371,9 +428,22 @@ static int sl_freeze_many(struct cs_engine *e, struct cs_job **jobs, int n, int 
     }
     for (i = 0; i < n; i++) {
         struct sl_job *sj = jobs[i]->ctl;
+        /* a kill that came while the freeze was under way: let it through */
+        if (frozen[i] == 1 && being_killed(sj)) {
+            sj->dying = 2;
+            cs_cg_write(WHO, sj->freeze, freeze_file(sj->v2), freeze_value(sj->v2, 0));
+            cs_info(WHO ": step %s is being killed by Slurm: thawed, never frozen again", jobs[i]->name);
+            frozen[i] = 0;
+            ret = -1;
+            continue;
+        }
         if (frozen[i] == 1)
             continue;
         ret = -1;
+        if (frozen[i] == -2) {
+            frozen[i] = 0;
+            continue;
+        }
         if (cs_cg_write(WHO, sj->freeze, freeze_file(sj->v2), freeze_value(sj->v2, 0)) < 0)
             cs_err(WHO ": step %s: freeze did not complete and could not be undone", jobs[i]->name);
         else if (frozen[i] == 0)

@@ -375,7 +375,16 @@ int cs_remote_task_post_fork(spank_t sp)
     }
     spank_get_item(sp, S_TASK_GLOBAL_ID, &gtid);
     spank_get_item(sp, S_JOB_TOTAL_TASK_COUNT, &ntasks);
-    spank_get_item(sp, S_JOB_NNODES, &nnodes);
+    /* the step's node count (srun puts it in the step's environment); the
+     * job's only when that is missing: a one-node step of a bigger job may
+     * be frozen, a step spanning nodes never is (cosched(1) SLURM) */
+    {
+        char v[32];
+        if (spank_getenv(sp, "SLURM_STEP_NUM_NODES", v, sizeof v) == ESPANK_SUCCESS && atoi(v) > 0)
+            nnodes = (uint32_t)atoi(v);
+        else
+            spank_get_item(sp, S_JOB_NNODES, &nnodes);
+    }
     spank_get_item(sp, S_STEP_CPUS_PER_TASK, &cpt);
     if (spank_get_item(sp, S_STEP_ALLOC_CORES, &alloc) == ESPANK_SUCCESS && alloc != NULL)
         snprintf(cores, sizeof cores, "%s", alloc);

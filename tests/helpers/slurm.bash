@@ -21,6 +21,9 @@
 #   SLURM_DIR       the directory above
 #   CS_SOCKET       the engine socket path plugstack.conf gets (socket=$SLURM_DIR/e.sock)
 #   CS_PLUGIN       the plugin under test
+#   SLURM_NODES     every node name (SLURM_NNODES=2 before slurm_start: two
+#                   slurmd on this machine, Debian's Slurm supports multiple
+#                   slurmd; the first is SLURM_NODE, the second SLURM_NODE"b")
 #
 # Functions:
 #   slurm_start [DIR]           start munged, slurmctld, slurmd; wait until idle
@@ -68,17 +71,19 @@ slurm_start() {
     [ -n "${BATS_FILE_TMPDIR:-}" ] && echo "$dir" > "$BATS_FILE_TMPDIR/slurm.dir"
     SLURM_DIR=$dir
     SLURM_NODE=cs$$
+    SLURM_NODES=$SLURM_NODE
+    [ "${SLURM_NNODES:-1}" -lt 2 ] || SLURM_NODES="$SLURM_NODE ${SLURM_NODE}b"
     rm -rf "$SLURM_DIR"
     mkdir -p "$SLURM_DIR"/{state,spool,log,munge}
     chmod 755 "$SLURM_DIR"
     CS_SOCKET=$SLURM_DIR/e.sock
     SLURM_CONF=$SLURM_DIR/slurm.conf
-    export SLURM_DIR SLURM_NODE SLURM_CONF CS_SOCKET CS_PLUGIN
+    export SLURM_DIR SLURM_NODE SLURM_NODES SLURM_CONF CS_SOCKET CS_PLUGIN
 
     port=$(_slurm_free_port)
     _slurm_write_conf "$port" "$((port + 1))"
     slurm_plugstack start=none
-    { declare -p SLURM_DIR SLURM_NODE SLURM_CONF CS_SOCKET CS_PLUGIN | sed 's/^declare -[a-z-]* /export /'; } > "$SLURM_DIR/env"
+    { declare -p SLURM_DIR SLURM_NODE SLURM_NODES SLURM_CONF CS_SOCKET CS_PLUGIN | sed 's/^declare -[a-z-]* /export /'; } > "$SLURM_DIR/env"
 
     # a private munged: its own socket, the machine's key
     chown munge:munge "$SLURM_DIR/munge"
@@ -90,8 +95,10 @@ slurm_start() {
 
     "$SLURM_SBIN/slurmctld" -f "$SLURM_CONF" -i 2>"$SLURM_DIR/log/slurmctld.err" ||
         { _slurm_fail "slurmctld did not start"; return 1; }
-    "$SLURM_SBIN/slurmd" -f "$SLURM_CONF" -N "$SLURM_NODE" 2>"$SLURM_DIR/log/slurmd.err" ||
-        { _slurm_fail "slurmd did not start"; return 1; }
+    for i in $SLURM_NODES; do
+        "$SLURM_SBIN/slurmd" -f "$SLURM_CONF" -N "$i" 2>"$SLURM_DIR/log/slurmd.$i.err" ||
+            { _slurm_fail "slurmd -N $i did not start"; return 1; }
+    done
     slurm_wait_idle 60 || { _slurm_fail "the node did not become idle"; return 1; }
 }
 
@@ -102,7 +109,7 @@ slurm_stop() {
         scancel --full $(slurm_jobs) 2>/dev/null || true
         wait_for 30 '[ -z "$(squeue -h -o %i 2>/dev/null)" ]' || true
     fi
-    for f in slurmd.pid slurmctld.pid munge/munged.pid; do
+    for f in slurmd.pid slurmd.*.pid slurmctld.pid munge/munged.pid; do
         [ -f "$SLURM_DIR/$f" ] || continue
         pid=$(cat "$SLURM_DIR/$f" 2>/dev/null) || continue
         [ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null || continue
@@ -148,7 +155,7 @@ slurm_plugstack_raw() {
 # ------------------------------------------------------------------ states
 
 slurm_wait_idle() {
-    wait_for "${1:-30}" '[ "$(sinfo -h -N -n "$SLURM_NODE" -o %T 2>/dev/null)" = idle ]'
+    wait_for "${1:-30}" '[ "$(sinfo -h -N -o %T 2>/dev/null | sort -u)" = idle ]'
 }
 
 slurm_job_state() {
@@ -173,19 +180,23 @@ slurm_jobs() {
 }
 
 slurm_node_ok() {
-    local s
-    s=$(sinfo -h -N -n "$SLURM_NODE" -o '%T %E' 2>&1)
-    echo "node $SLURM_NODE: $s"
-    case $s in
-    idle*|mixed*|allocated*|completing*) ! [[ $s == *drain* ]] ;;
-    *) return 1 ;;
-    esac
+    local s n
+    for n in $SLURM_NODES; do
+        s=$(sinfo -h -N -n "$n" -o '%T %E' 2>&1)
+        echo "node $n: $s"
+        case $s in
+        idle*|mixed*|allocated*|completing*) ! [[ $s == *drain* ]] || return 1 ;;
+        *) return 1 ;;
+        esac
+    done
 }
 
 slurm_step_cgroups() {
-    local m
-    for m in "$CGROUP_ROOT"/*/; do
-        [ -d "${m}slurm_$SLURM_NODE" ] && find "${m}slurm_$SLURM_NODE" -type d 2>/dev/null
+    local m n
+    for n in $SLURM_NODES; do
+        for m in "$CGROUP_ROOT"/*/; do
+            [ -d "${m}slurm_$n" ] && find "${m}slurm_$n" -type d 2>/dev/null
+        done
     done
     return 0
 }
@@ -256,9 +267,21 @@ InactiveLimit=0
 AccountingStorageType=accounting_storage/none
 JobCompType=jobcomp/none
 JobAcctGatherType=jobacct_gather/none
-NodeName=$SLURM_NODE NodeHostname=localhost NodeAddr=127.0.0.1 CPUs=$ncpu State=UNKNOWN
-PartitionName=test Nodes=$SLURM_NODE Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:4
 EOF
+    if [ "$SLURM_NODES" = "$SLURM_NODE" ]; then
+        echo "NodeName=$SLURM_NODE NodeHostname=localhost NodeAddr=127.0.0.1 CPUs=$ncpu State=UNKNOWN" >> "$SLURM_CONF"
+    else
+        # several slurmd on this machine: a port each, pid and log files per node name
+        sed -i -e "s|^SlurmdPidFile=.*|SlurmdPidFile=$SLURM_DIR/slurmd.%n.pid|" \
+            -e "s|^SlurmdLogFile=.*|SlurmdLogFile=$SLURM_DIR/log/slurmd.%n.log|" "$SLURM_CONF"
+        local n k=0
+        for n in $SLURM_NODES; do
+            echo "NodeName=$n NodeHostname=localhost NodeAddr=127.0.0.1 Port=$(($2 + 2 * k)) CPUs=$ncpu State=UNKNOWN" >> "$SLURM_CONF"
+            k=$((k + 1))
+        done
+    fi
+    echo "PartitionName=test Nodes=${SLURM_NODES// /,} Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:4" >> "$SLURM_CONF"
+
     cat > "$SLURM_DIR/cgroup.conf" <<EOF
 CgroupPlugin=cgroup/v1
 ConstrainCores=yes
