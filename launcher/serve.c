@@ -43,6 +43,7 @@
 #include "config.h"
 
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -108,29 +109,35 @@ struct cs_serve {
 /* Root-owned and not writable by group or others: path and its directory. */
 static int trusted(const char *path, char *why, size_t len)
 {
-    char dir[PATH_MAX];
+    char real[PATH_MAX];
     struct stat st;
 
-    for (int k = 0; k < 2; k++) {
-        const char *p = k ? dir : path;
-        if (k) {
-            snprintf(dir, sizeof dir, "%s", path);
-            char *s = strrchr(dir, '/');
-            if (!s)
-                return 0;
-            *s = s == dir ? (s[1] = '\0', '/') : '\0';
-        }
-        if (stat(p, &st) < 0) {
-            snprintf(why, len, "%s: %s", p, strerror(errno));
-            return -1;
-        }
-        if (st.st_uid != 0 || (st.st_mode & 022)) {
-            snprintf(why, len, "%s is not owned by root or is writable by others (mode %o, owner %d): the root "
-                     "engine loads nothing a user could change", p, st.st_mode & 07777, (int)st.st_uid);
-            return -1;
-        }
+    /* the file and every directory above it: root's, and nobody else may
+     * write them (a root-owned sticky directory like /tmp is fine: others
+     * cannot replace root's entries in it) */
+    if (realpath(path, real) == NULL) {
+        snprintf(why, len, "%s: %s", path, strerror(errno));
+        return -1;
     }
-    return 0;
+    for (;;) {
+        if (stat(real, &st) < 0) {
+            snprintf(why, len, "%s: %s", real, strerror(errno));
+            return -1;
+        }
+        if (st.st_uid != 0 || ((st.st_mode & 022) && !(S_ISDIR(st.st_mode) && (st.st_mode & S_ISVTX)))) {
+            snprintf(why, len, "%s%s%s is not owned by root or is writable by others (mode %o, owner %d): the "
+                     "root engine loads nothing a user could change", real, strcmp(real, path) ? ", above " : "",
+                     strcmp(real, path) ? path : "", (unsigned)(st.st_mode & 07777), (int)st.st_uid);
+            return -1;
+        }
+        char *sl = strrchr(real, '/');
+        if (sl == NULL || (sl == real && real[1] == '\0'))
+            return 0;
+        if (sl == real)
+            sl[1] = '\0';
+        else
+            *sl = '\0';
+    }
 }
 
 /* The policy file name resolves to, its modules included, must be trusted. */
@@ -154,8 +161,21 @@ static struct cs_policy *load_policy(struct cs_serve *s, const char *name, char 
     }
     if (trusted(file, why, len) < 0)
         return NULL;
-    snprintf(file, sizeof file, "%s/lua/cosched/cpus.lua", cs_datadir());
-    if (trusted(file, why, len) < 0)
+    /* and the shared modules policies may require */
+    snprintf(file, sizeof file, "%s/lua/cosched", cs_datadir());
+    DIR *d = opendir(file);
+    struct dirent *de;
+    int bad = trusted(file, why, len) < 0;
+    while (!bad && d && (de = readdir(d)) != NULL) {
+        size_t n = strlen(de->d_name);
+        if (n < 5 || strcmp(de->d_name + n - 4, ".lua") != 0)
+            continue;
+        snprintf(file, sizeof file, "%s/lua/cosched/%s", cs_datadir(), de->d_name);
+        bad = trusted(file, why, len) < 0;
+    }
+    if (d)
+        closedir(d);
+    if (bad)
         return NULL;
     struct cs_policy *p = cs_policy_load(name, s->search, s->nsearch, s->popts, s->npopts);
     if (!p)
