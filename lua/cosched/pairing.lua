@@ -377,17 +377,28 @@ function M.fill_holes(snap, jobs, holes, fill)
   local ctx = fill.ctx
   local busy = {}
   for _, e in ipairs(jobs) do busy[e.id] = true end
-  -- the candidates by class, each queue in the policy's order (ranks)
+  -- the candidates by class, each queue in the policy's order (ranks);
+  -- built once per plan (fill.queues), the jobs of this step skipped
   local order = fill.order()
-  local q = { N = {}, S = {}, C = {} }
-  for rank, job in ipairs(order) do
-    local inf = ctx.info[job.id]
-    if inf and not inf.gang_only and not busy[job.id] then
-      local l = q[inf.class] or q.N
-      l[#l + 1] = rank
+  local q = fill.queues
+  if not q then
+    q = { N = {}, S = {}, C = {} }
+    for rank, job in ipairs(order) do
+      local inf = ctx.info[job.id]
+      if inf and not inf.gang_only then
+        local l = q[inf.class] or q.N
+        l[#l + 1] = rank
+      end
     end
+    fill.queues = q
   end
   local head = { N = 1, S = 1, C = 1 }
+  local function skip(cls)
+    local l, h = q[cls], head[cls]
+    while l[h] and busy[order[l[h]].id] do h = h + 1 end
+    head[cls] = h
+    return l[h]
+  end
   local gis = {}
   for gi in pairs(holes) do gis[#gis + 1] = gi end
   table.sort(gis)
@@ -401,6 +412,7 @@ function M.fill_holes(snap, jobs, holes, fill)
     local function take(cls)
       local job = order[q[cls][head[cls]]]
       head[cls] = head[cls] + 1
+      busy[job.id] = true
       local left = #cores - pos + 1
       local t = math.max(1, math.min(job.threads or left, left))
       jobs[#jobs + 1] = { id = job.id, cpus = flat(cores, pos, pos + t - 1) }
@@ -408,12 +420,12 @@ function M.fill_holes(snap, jobs, holes, fill)
       h.classes[cls] = true
     end
     -- pass 1: class N ("reuse N applications to fill empty cores")
-    while pos <= #cores and head.N <= #q.N do take("N") end
+    while pos <= #cores and skip("N") do take("N") end
     -- pass 2: S or C, whichever comes first in the order and does not
     -- conflict with the group (never S beside C)
     while pos <= #cores do
-      local rs = not h.classes.C and q.S[head.S] or nil
-      local rc = not h.classes.S and q.C[head.C] or nil
+      local rs = not h.classes.C and skip("S") or nil
+      local rc = not h.classes.S and skip("C") or nil
       if rs and (not rc or rs < rc) then take("S")
       elseif rc then take("C")
       else break end
