@@ -1758,6 +1758,9 @@ static void push_snapshot(lua_State *L, struct cs_policy *p, struct cs_engine *e
     set_int(L, "epoch", (long long)e->epoch);
     set_num(L, "now", cs_now() - e->t0);
     set_num(L, "quantum", e->quantum);
+    /* someone reads plan()'s third value (cosched status, node engine) */
+    lua_pushboolean(L, e->serve != NULL);
+    lua_setfield(L, -2, "explain");
     lua_rawgeti(L, LUA_REGISTRYINDEX, p->params_ref);
     lua_setfield(L, -2, "params");
     push_cpulist(L, p, e->managed, NULL);

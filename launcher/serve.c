@@ -484,9 +484,12 @@ static char *status_doc(struct cs_engine *e, uid_t who, int text)
             char pol[80];
             snprintf(pol, sizeof pol, "%s%s%s", cs_policy_name(e->policy), strcmp(sv->asked, cs_policy_name(e->policy)) ? "/asked:" : "",
                      strcmp(sv->asked, cs_policy_name(e->policy)) ? sv->asked : "");
-            fprintf(f, "%-12s %-10s %-8.8s %-6s %-5c %-9s %-9s %6llu %6llu %8.1f  %s\n", j->name, user, sv->prog, pol,
+            fprintf(f, "%-12s %-10s %-8.8s %-6s %-5c %-9s %-9s %6llu %6llu %8.1f  %s", j->name, user, sv->prog, pol,
                     cls ? cls : '-', state, cpus, (unsigned long long)j->quanta_run,
                     (unsigned long long)j->quanta_frozen, j->cpu_ns * 1e-9, why);
+            if (j->policy_info)
+                fprintf(f, "; %s says %s", cs_policy_name(e->policy), j->policy_info);
+            fputc('\n', f);
         } else {
             fprintf(f, "%s{\"job\":%lu,\"step\":%lu,\"id\":%d,\"uid\":%d,\"user\":", first ? "" : ",", sv->job,
                     sv->step, j->id, (int)sv->uid);

@@ -40,7 +40,7 @@ thread_states() {
 # cgroup.events) is not looked at; "-" for a process without threads.
 look() {
     python3 - "$(step_dir "$1" "$2" user)" "$3" "$(step_dir "$4" "$5" user)" "$6" <<'PY'
-import glob, sys
+import glob, sys, time
 def frozen(d):
     # "1" frozen, "0" running, "x" on the way (asked, not yet done)
     asked = open(d + "/cgroup.freeze").read().strip()
@@ -56,13 +56,15 @@ def states(pid):
             pass
     return "".join(sorted(s)) or "-"
 da, pa, db, pb = sys.argv[1:5]
-for _ in range(50):
+# a loaded machine can switch while we read: try again, a while
+for _ in range(500):
     a1, b1 = frozen(da), frozen(db)
     sa, sb = states(pa), states(pb)
     if "x" not in (a1, b1) and (a1, b1) == (frozen(da), frozen(db)):
         print(a1, b1, sa, sb)
         sys.exit(0)
-sys.exit("look: no consistent look at %s and %s in 50 tries" % (da, db))
+    time.sleep(0.002)
+sys.exit("look: no consistent look at %s and %s in 500 tries" % (da, db))
 PY
 }
 
@@ -553,7 +555,10 @@ for s in d["steps"]:
     assert_equal "$(step_field 7.0 allocation)" "$ALL" "allocation of 7.0"
     assert_equal "$(step_field 7.0 cpus)" "$ALL" "cpus of 7.0 under gang"
     # the state status reports is the kernel's, frozen and running alike
-    local sf=0 sr=0 n=0 e1 st e2
+    # (a look races with the switches: status is read between two reads of
+    # cgroup.events, and a whole switch and back can fall in between on a
+    # loaded machine - so a few disagreements are tolerated, not many)
+    local sf=0 sr=0 n=0 e1 st e2 bad=0
     while [ $sf -lt 2 ] || [ $sr -lt 2 ]; do
         n=$((n + 1))
         [ $n -lt 300 ] || { echo "status said frozen $sf and running $sr times in $n looks" >&2; false; }
@@ -564,7 +569,9 @@ for s in d["steps"]:
         case $e1:$st in
         1:frozen) sf=$((sf + 1)) ;;
         0:running) sr=$((sr + 1)) ;;
-        *) echo "status says '$st' while cgroup.events says frozen $e1" >&2; false ;;
+        *) bad=$((bad + 1))
+           echo "status says '$st' while cgroup.events says frozen $e1 ($bad)" >&2
+           [ $bad -le 3 ] ;;
         esac
     done
 }
@@ -856,4 +863,32 @@ EOF
     [ "${#lines[@]}" -eq 1 ]
     [ -z "$(ls -A "$SOCKDIR")" ] || { echo "left in $SOCKDIR: $(ls -A "$SOCKDIR")" >&2; false; }
     no_cosched_process
+}
+
+@test "status shows what the ageing policy says of each step: class, age and its terms, selected this epoch" {
+    fake_step 7 0; fake_step 8 0; fake_step 9 0
+    fake_task 7 0 0 a; fake_task 8 0 0 b; fake_task 9 0 0 c
+    serve_start --policy flca --quantum 200ms
+    local p
+    for p in "7 $a" "8 $b" "9 $c"; do
+        set -- $p
+        run cs_register "$1" 0 "$2" class=S
+        [[ "$output" == OK* ]]
+    done
+    wait_for 10 '[ "$(quanta 9.0)" -ge 2 ]'
+    run status_json
+    [ "$status" -eq 0 ]
+    echo "$output" | python3 -c '
+import json, sys
+d = json.loads(sys.stdin.read())
+assert len(d["steps"]) == 3, d
+for s in d["steps"]:
+    i = s["policy_info"]
+    assert i is not None, s
+    assert i["class"] == "S", i
+    assert abs(i["age"] - (i["wt"] + i["cp"] + i["fp"])) < 1e-6, i
+    assert isinstance(i["selected"], bool), i
+    # frozen now means: not selected by this epoch plan, or selected for a later step
+    assert s["state"] != "frozen" or "waiting for its turn" in s["reason"], s
+'
 }

@@ -80,6 +80,36 @@ function M.age(wt, n, tq, cp, fp, w)
   return w.w1 * wt / (math.max(n, 1) * tq) + w.w2 * (cp or 0) + w.w3 * (fp or 0)
 end
 
+-- plan()'s third value for `cosched status` (cosched-policy(7)): per job its
+-- class, age, the age's weighted terms (wt = w1 WT/(n TQ), cp = w2 CP,
+-- fp = w3 FP; they add up to age), whether this epoch's plan runs it, and
+-- for jobs still being characterized just that.  nil unless snap.explain
+-- (only the node engine reads it).  cp_of(id), fp_of(id): the unweighted
+-- penalties the ages were computed with (nil: 0).
+function M.explain(snap, ctx, entries, steps, n, tq, w, cp_of, fp_of)
+  if not snap.explain then return nil end
+  w = w or M.defaults
+  local runs, info = {}, {}
+  for _, st in ipairs(steps) do
+    for _, e in ipairs(st.jobs or {}) do runs[e.id] = true end
+  end
+  for _, job in ipairs(snap.jobs) do
+    info[job.id] = { characterizing = true, selected = runs[job.id] or false }
+  end
+  for _, x in ipairs(entries) do
+    local e = ctx.info[x.id] or {}
+    info[x.id] = {
+      class = e.class or "unknown",
+      age = x.age,
+      wt = w.w1 * x.wt / (math.max(n, 1) * tq),
+      cp = w.w2 * ((cp_of and cp_of(x.id)) or 0),
+      fp = w.w3 * ((fp_of and fp_of(x.id)) or 0),
+      selected = runs[x.id] or false,
+    }
+  end
+  return info
+end
+
 function M.bound(w)
   return w.w2 + w.w3
 end

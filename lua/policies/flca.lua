@@ -252,6 +252,8 @@ return {
         steps[#steps + 1] = { duration = dur, jobs = jobs, shared = shared or nil }
       end
     end
-    return src:finish(ctx, snap, steps)
+    local plan_steps, results = src:finish(ctx, snap, steps)
+    return plan_steps, results,
+      ageing.explain(snap, ctx, entries, plan_steps, n, tq, W, function(id) return tr:cp(id) end, function(id) return ageing.fp(ctx.info[id].fp) end)
   end,
 }

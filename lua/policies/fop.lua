@@ -161,6 +161,8 @@ return {
       local jobs, shared = pairing.place(snap, units, ctx.budget, true, split, fill)
       steps[1] = { duration = tq, jobs = jobs, shared = shared or nil }
     end
-    return src:finish(ctx, snap, steps)
+    local plan_steps, results = src:finish(ctx, snap, steps)
+    return plan_steps, results,
+      ageing.explain(snap, ctx, entries, plan_steps, n, tq, W, function(id) return tr:cp(id) end, nil)
   end,
 }
