@@ -65,6 +65,13 @@ char *cs_strdup_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)
  * installed location, else - for a cosched run from its build tree - the
  * source tree. */
 const char *cs_datadir(void);
+/* 0 when path (resolved) and every directory above it belong to root and
+ * nobody else may write them (a root-owned sticky directory is fine); -1
+ * with why.  The node engine loads only such files (policies, modules). */
+int cs_path_trusted(const char *path, char *why, size_t len);
+/* Set by the node engine: the policy host then loads (and requires) only
+ * files that pass cs_path_trusted(). */
+extern int cs_policy_trusted_only;
 /* hwloc bitmap as a list string ("0-3,8"); caller frees. */
 char *cs_bitmap_list(hwloc_const_bitmap_t b);
 
@@ -240,6 +247,8 @@ extern const struct cs_control_ops cs_control_sim;
  * give the cores of the step's allocation and the step's cgroup on this node
  * (where: it tells the parts of a step on several nodes of one machine
  * apart); -1 with why. */
+/* Thaw Slurm step freezers a dead engine left frozen; how many (slurm.c). */
+int cs_slurm_thaw_leftovers(void);
 int cs_slurm_step_cpus(pid_t pid, unsigned long job, unsigned long step, hwloc_bitmap_t cpus,
                        char *where, size_t wlen, char *why, size_t len);
 /* Pick by name ("auto" chooses the best usable one and says which). */

@@ -586,6 +586,8 @@ static const char LOADING_KEY[] = "cosched.loading";
 
 /* require(name): <datadir>/lua/NAME.lua, then <policy dir>/NAME.lua, dots
  * as directory separators; cached; run in the sandbox. */
+int cs_policy_trusted_only;
+
 static int sb_require(lua_State *L)
 {
     struct cs_policy *p = getp(L);
@@ -623,6 +625,11 @@ static int sb_require(lua_State *L)
         return luaL_error(L, "require: module '%s' not found (looked for %s.lua in %s and %s)",
                           name, rel, p->moddir, p->dir);
 
+    if (cs_policy_trusted_only) {
+        char why[PATH_MAX + 200];
+        if (cs_path_trusted(path, why, sizeof why) < 0)
+            return luaL_error(L, "require: module '%s' refused: %s", name, why);
+    }
     lua_getfield(L, LUA_REGISTRYINDEX, LOADING_KEY);
     lua_setfield(L, 2, name);
     status = luaL_loadfilex(L, path, "t");
@@ -772,6 +779,11 @@ static int open_protected(lua_State *L)
     int status, t, ty;
 
     luaL_checkstack(L, 30, "policy table");
+    if (cs_policy_trusted_only) {
+        char why[PATH_MAX + 200];
+        if (cs_path_trusted(p->file, why, sizeof why) < 0)
+            return luaL_error(L, "policy file refused: %s", why);
+    }
     status = luaL_loadfilex(L, p->file, "t");
     if (status != LUA_OK) {
         /* syntax or file errors carry their position already */

@@ -10,7 +10,7 @@
  *   client: COSCHED/1 VERB key=value key=value ...\n
  *   server: OK key=value ...\n           (register, deregister, ping)
  *           ERR message\n                (any verb, message for a human)
- *           OK json\n{...}\n             (status: one JSON document, then EOF)
+ *           OK json|text\n...            (status: the document, then EOF)
  *   then the server closes the connection.
  *
  * Rules, enforced by cs_msg_parse() (the server never trusts a client):
@@ -32,8 +32,10 @@
  *              root only (peer credentials).  Each task of a step registers;
  *              the first one makes the step a cosched job, the others join it.
  *   deregister job step pid        -> OK   root only
- *   status     [all=1]              -> OK json + document (a user sees the
- *              steps of their own uid, root every step)
+ *   status     [format=json|text]   -> "OK json" or "OK text", then the
+ *              document (a user sees the steps of their own uid, root every
+ *              step)
+ * (cores= is informative: the engine reads a step's cores from its cgroups.)
  */
 #ifndef COSCHED_PROTO_H
 #define COSCHED_PROTO_H

@@ -81,6 +81,7 @@ struct served {                      /* per job (j->served) */
     char prog[64];                   /* name= from the plugin */
     char asked[64];                  /* the policy the step asked for */
     char opts[256];
+    char user[64];                   /* looked up once, at registration (root's request) */
     int nnodes;
     char where[PATH_MAX];            /* the step's cgroup on this node (one machine may be several nodes) */
     struct task *t;
@@ -107,38 +108,6 @@ struct cs_serve {
 /* ------------------------------------------------------------ trust */
 
 /* Root-owned and not writable by group or others: path and its directory. */
-static int trusted(const char *path, char *why, size_t len)
-{
-    char real[PATH_MAX];
-    struct stat st;
-
-    /* the file and every directory above it: root's, and nobody else may
-     * write them (a root-owned sticky directory like /tmp is fine: others
-     * cannot replace root's entries in it) */
-    if (realpath(path, real) == NULL) {
-        snprintf(why, len, "%s: %s", path, strerror(errno));
-        return -1;
-    }
-    for (;;) {
-        if (stat(real, &st) < 0) {
-            snprintf(why, len, "%s: %s", real, strerror(errno));
-            return -1;
-        }
-        if (st.st_uid != 0 || ((st.st_mode & 022) && !(S_ISDIR(st.st_mode) && (st.st_mode & S_ISVTX)))) {
-            snprintf(why, len, "%s%s%s is not owned by root or is writable by others (mode %o, owner %d): the "
-                     "root engine loads nothing a user could change", real, strcmp(real, path) ? ", above " : "",
-                     strcmp(real, path) ? path : "", (unsigned)(st.st_mode & 07777), (int)st.st_uid);
-            return -1;
-        }
-        char *sl = strrchr(real, '/');
-        if (sl == NULL || (sl == real && real[1] == '\0'))
-            return 0;
-        if (sl == real)
-            sl[1] = '\0';
-        else
-            *sl = '\0';
-    }
-}
 
 /* The policy file name resolves to, its modules included, must be trusted. */
 static struct cs_policy *load_policy(struct cs_serve *s, const char *name, char *why, size_t len)
@@ -159,19 +128,19 @@ static struct cs_policy *load_policy(struct cs_serve *s, const char *name, char 
         snprintf(why, len, "policy '%.64s' is not installed on this node (cosched policies lists them)", name);
         return NULL;
     }
-    if (trusted(file, why, len) < 0)
+    if (cs_path_trusted(file, why, len) < 0)
         return NULL;
     /* and the shared modules policies may require */
     snprintf(file, sizeof file, "%s/lua/cosched", cs_datadir());
     DIR *d = opendir(file);
     struct dirent *de;
-    int bad = trusted(file, why, len) < 0;
+    int bad = cs_path_trusted(file, why, len) < 0;
     while (!bad && d && (de = readdir(d)) != NULL) {
         size_t n = strlen(de->d_name);
         if (n < 5 || strcmp(de->d_name + n - 4, ".lua") != 0)
             continue;
         snprintf(file, sizeof file, "%s/lua/cosched/%s", cs_datadir(), de->d_name);
-        bad = trusted(file, why, len) < 0;
+        bad = cs_path_trusted(file, why, len) < 0;
     }
     if (d)
         closedir(d);
@@ -188,7 +157,11 @@ static struct cs_policy *load_policy(struct cs_serve *s, const char *name, char 
 static int pidfd_open_(pid_t pid)
 {
 #ifdef SYS_pidfd_open
-    return (int)syscall(SYS_pidfd_open, pid, 0);
+    int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+    if (fd < 0)
+        cs_warn("pidfd_open(%d): %s: the task leaves the engine only when the plugin deregisters it", (int)pid,
+                strerror(errno));
+    return fd;
 #else
     errno = ENOSYS;
     return -1;
@@ -325,6 +298,8 @@ static int do_register(struct cs_engine *e, const struct cs_msg *m, char *rep, s
     snprintf(sv->asked, sizeof sv->asked, "%s", pol ? pol : cs_policy_name(e->policy));
     snprintf(sv->opts, sizeof sv->opts, "%s", cs_msg_get(m, "opts") ? cs_msg_get(m, "opts") : "");
     snprintf(sv->where, sizeof sv->where, "%s", where);
+    struct passwd *pw = getpwuid((uid_t)uid);
+    snprintf(sv->user, sizeof sv->user, "%s", pw ? pw->pw_name : "?");
     sv->nnodes = cs_msg_long(m, "nnodes", 1, 100000, 1, &v, err, sizeof err) == 0 ? (int)v : 1;
     sv->t = malloc(sizeof *sv->t);
     sv->t[0] = (struct task){ (pid_t)pid, pidfd_open_((pid_t)pid) };
@@ -465,7 +440,6 @@ static char *status_doc(struct cs_engine *e, uid_t who, int text)
         struct cs_job *j = e->jobs[i];
         struct served *sv = j->served;
         char why[512], *cpus, *allowed, user[64];
-        struct passwd *pw;
         char cls = job_class(j);
         int folded;
         const char *state;
@@ -478,8 +452,7 @@ static char *status_doc(struct cs_engine *e, uid_t who, int text)
         allowed = cs_bitmap_list(cs_job_home(e, j));
         folded = hwloc_bitmap_weight(j->cpus) < hwloc_bitmap_weight(cs_job_home(e, j));
         state = j->frozen ? "frozen" : folded ? "folded" : "running";
-        pw = getpwuid(sv->uid);
-        snprintf(user, sizeof user, "%s", pw ? pw->pw_name : "?");
+        snprintf(user, sizeof user, "%s", sv->user);
         if (text) {
             char pol[80];
             snprintf(pol, sizeof pol, "%s%s%s", cs_policy_name(e->policy), strcmp(sv->asked, cs_policy_name(e->policy)) ? "/asked:" : "",
@@ -652,7 +625,25 @@ int cs_serve_ready(struct cs_engine *e, const struct pollfd *pf, int n)
     int changed = 0, nc = s->nc, k;
     int done[MAX_CONNS] = { 0 };
 
-    /* connections first (in the order poll saw them), then ended tasks */
+    /* ended tasks first: a pidfd closed here may get its number back from a
+     * registration below, which must not inherit this round's POLLIN */
+    for (int p = 1 + nc; p < n; p++) {
+        if (!(pf[p].revents & (POLLIN | POLLHUP | POLLERR)))
+            continue;
+        for (int i = 0; i < e->njobs; i++) {
+            struct served *sv = e->jobs[i]->served;
+            if (!sv || e->jobs[i]->state != CS_JOB_LIVE)
+                continue;
+            for (int t = 0; t < sv->nt; t++)
+                if (sv->t[t].fd == pf[p].fd) {
+                    task_remove(e, e->jobs[i], t, "its tasks ended");
+                    changed = 1;
+                    goto next;
+                }
+        }
+next:;
+    }
+    /* then the connections, in the order poll saw them */
     for (k = 0; k < nc && 1 + k < n; k++) {
         struct conn *c = &s->c[k];
         if (pf[1 + k].fd != c->fd || !(pf[1 + k].revents & (POLLIN | POLLHUP | POLLERR)))
@@ -689,23 +680,6 @@ int cs_serve_ready(struct cs_engine *e, const struct pollfd *pf, int n)
         }
     if (pf[0].revents & POLLIN)
         accept_all(s);
-    /* tasks whose pidfd became readable have exited */
-    for (int p = 1 + nc; p < n; p++) {
-        if (!(pf[p].revents & (POLLIN | POLLHUP | POLLERR)))
-            continue;
-        for (int i = 0; i < e->njobs; i++) {
-            struct served *sv = e->jobs[i]->served;
-            if (!sv || e->jobs[i]->state != CS_JOB_LIVE)
-                continue;
-            for (int t = 0; t < sv->nt; t++)
-                if (sv->t[t].fd == pf[p].fd) {
-                    task_remove(e, e->jobs[i], t, "its tasks ended");
-                    changed = 1;
-                    goto next;
-                }
-        }
-next:;
-    }
     return changed;
 }
 
@@ -902,8 +876,17 @@ int cs_cmd_serve(int argc, char **argv)
         BAD("cosched serve must run as root: it freezes and moves other users' Slurm steps");
     /* nothing from the environment of whoever started us */
     clearenv();
+    cs_policy_trusted_only = 1;
     setenv("PATH", "/usr/sbin:/usr/bin:/sbin:/bin", 1);
     umask(022);
+    /* a pidfd per registered task: as many descriptors as allowed */
+    {
+        struct rlimit rl;
+        if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+            rl.rlim_cur = rl.rlim_max;
+            setrlimit(RLIMIT_NOFILE, &rl);
+        }
+    }
 
     /* one engine per socket */
     {
@@ -915,13 +898,26 @@ int cs_cmd_serve(int argc, char **argv)
             *sl = '\0';
             mkdir(dir, 0755);
         }
-        lockfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        /* a directory others may write would let them replace the socket
+         * (and receive root's registrations) or plant links for the lock */
+        if (cs_path_trusted(!sl ? "." : sl == dir ? "/" : dir, why, sizeof why) < 0) {
+            cs_err("--socket %s: %s", s.socket, why);
+            free(lock);
+            goto out;
+        }
+        lockfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
         if (lockfd < 0) {
             cs_err("cannot open the lock %s: %s", lock, strerror(errno));
             free(lock);
             goto out;
         }
-        if (flock(lockfd, LOCK_EX | LOCK_NB) < 0) {
+        /* an engine that is just exiting still holds it: ask again for 1 s */
+        int locked = -1;
+        for (int t = 0; t < 20 && (locked = flock(lockfd, LOCK_EX | LOCK_NB)) < 0; t++) {
+            struct timespec ts = { 0, 50 * 1000 * 1000 };
+            nanosleep(&ts, NULL);
+        }
+        if (locked < 0) {
             cs_info("an engine already serves %s (lock %s held): nothing to do", s.socket, lock);
             free(lock);
             status = detach ? 0 : 1;
@@ -929,9 +925,10 @@ int cs_cmd_serve(int argc, char **argv)
         }
         free(lock);
     }
+    cs_slurm_thaw_leftovers();
     /* policies: the admin's directories, the site's, the installed ones; trusted only */
     for (int i = 0; i < nppath; i++)
-        if (trusted(ppath[i], why, sizeof why) < 0)
+        if (cs_path_trusted(ppath[i], why, sizeof why) < 0)
             BAD("--policy-path %s: %s", ppath[i], why);
     s.search = calloc(nppath + 2, sizeof *s.search);
     for (int i = 0; i < nppath; i++)
@@ -985,7 +982,7 @@ int cs_cmd_serve(int argc, char **argv)
         char logdef[PATH_MAX];
         snprintf(logdef, sizeof logdef, "%s.log", s.socket);
         leave_slurm_cgroups();
-        int nul = open("/dev/null", O_RDWR), lf = open(logfile ? logfile : logdef, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+        int nul = open("/dev/null", O_RDWR), lf = open(logfile ? logfile : logdef, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0640);
         if (nul >= 0) {
             dup2(nul, 0);
             dup2(nul, 1);

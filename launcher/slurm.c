@@ -13,9 +13,10 @@
  *     cores:   the step's cpuset.cpus and every cpuset below it (task
  *              groups), written parent first when growing and children
  *              first when shrinking, since a v1 child must stay inside its
- *              parent.  Writing cpuset.cpus rebinds the tasks, replacing any
- *              per-task binding of task/affinity for as long as cosched
- *              manages the step; the step's value is restored on release.
+ *              parent.  Writing cpuset.cpus rebinds the tasks to the whole
+ *              set: a per-task binding of task/affinity is lost for good
+ *              once the step was moved; the step's cpuset value (not the
+ *              per-task binding) is restored on release (cosched(1)).
  *   cgroup v2 (Slurm's cgroup/v2 layout):
  *       <mnt>/.../job_<j>/step_<s>/{slurm,user/task_<t>}
  *     freeze:  step_<s>/user/cgroup.freeze - the tasks' part of the step; the
@@ -39,6 +40,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <glob.h>
 #include <signal.h>
 #include <limits.h>
 #include <stdio.h>
@@ -355,13 +357,13 @@ static int state_is(int v2, const char *dir, int on)
     return strcmp(buf, on ? "FROZEN" : "THAWED") == 0;
 }
 
-/* 1 when a task of the step has SIGKILL pending: Slurm is killing it (it
- * thaws its step freezer, signals, and expects the tasks to die).  A v1
- * freezer would hold a task with a pending SIGKILL for good, so such a step
- * is never frozen again (scancel, time limits). */
-static int being_killed(const struct sl_job *sj)
+/* 1 when a task of the step has SIGKILL or SIGTERM pending: Slurm is
+ * killing it (scancel, a time limit: SIGTERM, KillWait, SIGKILL).  A v1
+ * freezer would hold a task with a pending SIGKILL for good and would eat
+ * the grace period SIGTERM gives, so such a step is never frozen again. */
+static int killed_below(const char *dir, int depth)
 {
-    char *list = cs_cg_read_all(sj->freeze, "cgroup.procs"), *p, *end;
+    char *list = cs_cg_read_all(dir, "cgroup.procs"), *p, *end;
     int killed = 0;
 
     for (p = list; p && *p && !killed; p = end) {
@@ -378,13 +380,29 @@ static int being_killed(const struct sl_job *sj)
         while (fgets(line, sizeof line, f))
             if (strncmp(line, "ShdPnd:", 7) == 0 || strncmp(line, "SigPnd:", 7) == 0) {
                 unsigned long long m = strtoull(line + 7, NULL, 16);
-                if (m & (1ULL << (SIGKILL - 1)))
+                if (m & ((1ULL << (SIGKILL - 1)) | (1ULL << (SIGTERM - 1))))
                     killed = 1;
             }
         fclose(f);
     }
     free(list);
+    /* v2: the tasks are in user/task_N below the frozen group */
+    DIR *d = depth < 2 && !killed ? opendir(dir) : NULL;
+    struct dirent *de;
+    while (d && !killed && (de = readdir(d)) != NULL) {
+        char sub[PATH_MAX];
+        if (de->d_type == DT_DIR && de->d_name[0] != '.' &&
+            snprintf(sub, sizeof sub, "%s/%s", dir, de->d_name) < (int)sizeof sub)
+            killed = killed_below(sub, depth + 1);
+    }
+    if (d)
+        closedir(d);
     return killed;
+}
+
+static int being_killed(const struct sl_job *sj)
+{
+    return killed_below(sj->freeze, 0);
 }
 
 /* Start every freeze, then poll them all until frozen or the common bound. */
@@ -561,6 +579,40 @@ static void sl_rescue(const char *record)
     else
         restore(strcmp(f[1], "v2") == 0, f[2], strcmp(f[3], "-") ? f[3] : "", f[4]);
     free(copy);
+}
+
+/* At the node engine's start (it holds the engine lock, so no other engine
+ * runs): Slurm 22.05 suspends with SIGSTOP and freezes a step only for the
+ * instant of signalling it, so a step freezer left FROZEN (or a v2 step's
+ * user/cgroup.freeze left 1) is a previous engine's - one killed together
+ * with its guardian.  Thaw them, saying so.  Returns how many. */
+int cs_slurm_thaw_leftovers(void)
+{
+    char mnt[PATH_MAX], pat[PATH_MAX + 80];
+    int n = 0;
+
+    for (int v2 = 0; v2 < 2; v2++) {
+        glob_t g;
+        if (mount_of(v2 ? NULL : "freezer", mnt, sizeof mnt) < 0)
+            continue;
+        snprintf(pat, sizeof pat, v2 ? "%s/system.slice/slurmstepd.scope/job_*/step_*/user"
+                                     : "%s/slurm*/uid_*/job_*/step_*", mnt);
+        if (glob(pat, GLOB_NOSORT | GLOB_ONLYDIR, NULL, &g) != 0)
+            continue;
+        for (size_t i = 0; i < g.gl_pathc; i++) {
+            char buf[32];
+            if (cs_cg_read(g.gl_pathv[i], freeze_file(v2), buf, sizeof buf) < 0 ||
+                strcmp(buf, freeze_value(v2, 1)) != 0)
+                continue;
+            if (cs_cg_write(WHO, g.gl_pathv[i], freeze_file(v2), freeze_value(v2, 0)) == 0) {
+                cs_warn(WHO ": %s was left frozen (by an engine that died with its guardian): thawed",
+                        g.gl_pathv[i]);
+                n++;
+            }
+        }
+        globfree(&g);
+    }
+    return n;
 }
 
 const struct cs_control_ops cs_control_slurm = {

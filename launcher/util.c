@@ -4,6 +4,8 @@
  */
 #include "config.h"
 #include <errno.h>
+#include <limits.h>
+#include <sys/stat.h>
 #include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
@@ -155,4 +157,38 @@ const char *cs_datadir(void)
         }
     }
     return COSCHED_DATADIR;
+}
+
+/* see cosched.h */
+int cs_path_trusted(const char *path, char *why, size_t len)
+{
+    char real[PATH_MAX];
+    struct stat st;
+
+    /* the file and every directory above it: root's, and nobody else may
+     * write them (a root-owned sticky directory like /tmp is fine: others
+     * cannot replace root's entries in it) */
+    if (realpath(path, real) == NULL) {
+        snprintf(why, len, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    for (;;) {
+        if (stat(real, &st) < 0) {
+            snprintf(why, len, "%s: %s", real, strerror(errno));
+            return -1;
+        }
+        if (st.st_uid != 0 || ((st.st_mode & 022) && !(S_ISDIR(st.st_mode) && (st.st_mode & S_ISVTX)))) {
+            snprintf(why, len, "%s%s%s is not owned by root or is writable by others (mode %o, owner %d): the "
+                     "root engine loads nothing a user could change", real, strcmp(real, path) ? ", above " : "",
+                     strcmp(real, path) ? path : "", (unsigned)(st.st_mode & 07777), (int)st.st_uid);
+            return -1;
+        }
+        char *sl = strrchr(real, '/');
+        if (sl == NULL || (sl == real && real[1] == '\0'))
+            return 0;
+        if (sl == real)
+            sl[1] = '\0';
+        else
+            *sl = '\0';
+    }
 }

@@ -73,7 +73,8 @@ refuse1() {
     echo "real $real user $user sys $sys"
     # used at least the CPU asked for, and stopped soon after
     awk -v u="$user" -v s="$sys" -v r="$real" 'BEGIN { exit !(u + s >= 0.29 && r < 10) }'
-    [ ! -s out ] && [ ! -s err ]
+    [ ! -s out ]
+    [ ! -s err ]
     run "$PROGS/spin" -c 0.2
     [ "$status" -eq 0 ]
     [ -z "$output" ]

@@ -75,11 +75,12 @@ teardown() {
     a=$(cat a.pid) b=$(cat b.pid)
     ca=$(task_cpus "$a") cb=$(task_cpus "$b")
     echo "a on $ca, b on $cb"
-    [ "$(echo "$ca" | wc -l)" -eq 1 ] && [ "$(echo "$cb" | wc -l)" -eq 1 ]
+    [ "$(echo "$ca" | wc -l)" -eq 1 ]
+    [ "$(echo "$cb" | wc -l)" -eq 1 ]
     [ "$ca" != "$cb" ]
     [ "$(cpulist_count "$ca")" -eq $((NCPU / 2)) ]
-    ! job_is_held "$a"
-    ! job_is_held "$b"
+    if job_is_held "$a"; then false; fi
+    if job_is_held "$b"; then false; fi
     wait "$cs"
     python3 "$HELPERS/trace_check.py" t.jsonl tft "$ALL"
 }
@@ -148,7 +149,7 @@ teardown() {
     assert_equal "$(cat outdir/sh.err)" "err-file"
     run "$COSCHED" run --policy linux --output inherit -- echo plain
     assert_contains "$output" "plain"
-    ! echo "$output" | grep -q '\[echo\] plain'
+    if echo "$output" | grep -q '\[echo\] plain'; then false; fi
 }
 
 @test "job file options: name, threads, cwd reach the job" {
@@ -192,7 +193,7 @@ PY
     grep -q "completed" tty.out
     run "$COSCHED" run --policy gang --quantum 50ms -- "$PROGS/spin" -c 0.1
     [ "$status" -eq 0 ]
-    ! echo "$output" | grep -q "completed"
+    if echo "$output" | grep -q "completed"; then false; fi
 }
 
 @test "job.memory: the policy sees where a job's memory is (kernel's per-node counts)" {

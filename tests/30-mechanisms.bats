@@ -28,9 +28,9 @@ gang_scenario() {
     wait_for 10 test -s b.pid
     a=$(cat a.pid) b=$(cat b.pid)
     wait_for 10 job_is_held "$a"
-    ! job_is_held "$b"
+    if job_is_held "$b"; then false; fi
     wait_for 10 job_is_held "$b"
-    ! job_is_held "$a"
+    if job_is_held "$a"; then false; fi
     case $be in
     cgroup1)
         wait_for 5 'test "$(freezer_state_of "$b")" = FROZEN'
@@ -63,7 +63,8 @@ tft_scenario() {
     wait_for 10 test -s b.pid
     a=$(cat a.pid) b=$(cat b.pid)
     ca=$(task_cpus "$a") cb=$(task_cpus "$b")
-    [ "$(echo "$ca" | wc -l)" -eq 1 ] && [ "$(echo "$cb" | wc -l)" -eq 1 ]
+    [ "$(echo "$ca" | wc -l)" -eq 1 ]
+    [ "$(echo "$cb" | wc -l)" -eq 1 ]
     [ "$ca" != "$cb" ]
     if [ "$be" = cgroup1 ]; then
         cg=$(awk -F: '$2 == "cpuset" {print $3}' "/proc/$a/cgroup")

@@ -63,6 +63,6 @@ run_phase() {
     requires multicore
     make_trace 0.95
     run_phase
-    ! echo "$output" | grep -q "rechar 1"
+    if echo "$output" | grep -q "rechar 1"; then false; fi
     assert_contains "$output" "epoch 20 job 1 class S ready true"
 }

@@ -40,7 +40,7 @@ guardian_scenario() {
     for p in "$a" "$b"; do
         [ -d "/proc/$p" ]
         wait_for 1 'test "$(task_cpus "$p")" = "$ALL"'
-        ! job_is_held "$p"
+        if job_is_held "$p"; then false; fi
     done
     wait_for 1 no_cosched_leftovers
     kill -KILL "$a" "$b"

@@ -67,7 +67,11 @@ start_pair() {
 }
 
 @test "gang under Slurm: two steps share the node, exactly one runs at a time (Slurm's step freezers say so)" {
-    start_pair gang 3
+    start_pair gang 8
+    wait_for 5 '"$COSCHED" status --socket "$CS_SOCKET" > st.txt; grep -Eq "frozen .*waiting for its turn: policy gang runs $JOB\.[01]" st.txt'
+    cat st.txt
+    grep -q "^$JOB.0 .* gang " st.txt
+    grep -q "^$JOB.1 .* gang " st.txt
     local both=0 one=0 s0 s1
     for i in $(seq 40); do
         s0=$(fstate "$JOB" 0) s1=$(fstate "$JOB" 1)
@@ -80,13 +84,9 @@ start_pair() {
     [ "$one" -ge 10 ]
     # a switch may be caught half done now and then, never for long
     [ "$both" -le 4 ]
-    "$COSCHED" status --socket "$CS_SOCKET" | tee st.txt
-    grep -q "^$JOB.0 .* gang " st.txt
-    grep -q "^$JOB.1 .* gang " st.txt
-    grep -Eq "frozen .*waiting for its turn: policy gang runs $JOB\.[01]" st.txt
     wait "$BG"; BG=
     cat salloc.err step0.err step1.err
-    ! grep -q 'cosched:' step0.err step1.err   # no notice: both were co-scheduled
+    if grep 'cosched:' step0.err step1.err; then false; fi   # no notice: both were co-scheduled
     slurm_node_ok
     # nothing stays frozen or confined: the steps are gone with their cgroups
     [ "$(fstate "$JOB" 0)" = GONE ]
@@ -100,7 +100,8 @@ start_pair() {
     c0=$(cpuset_of "$JOB" 0) c1=$(cpuset_of "$JOB" 1)
     echo "step 0: $c0, step 1: $c1"
     [ "$c0" != "$c1" ]
-    [ "$(fstate "$JOB" 0)" = THAWED ] && [ "$(fstate "$JOB" 1)" = THAWED ]
+    [ "$(fstate "$JOB" 0)" = THAWED ]
+    [ "$(fstate "$JOB" 1)" = THAWED ]
     # the task itself is bound there (kernel's view)
     p0=$(head -1 "$CGROUP_ROOT/cpuset/slurm_$SLURM_NODE/uid_0/job_$JOB/step_0/cgroup.procs")
     grep Cpus_allowed_list "/proc/$p0/status"
@@ -117,7 +118,7 @@ start_pair() {
     scancel "$JOB"
     slurm_wait_gone "$JOB" 30
     wait "$BG" || true; BG=
-    for p in $pids; do ! pid_alive "$p"; done
+    for p in $pids; do if pid_alive "$p"; then echo "pid $p of the cancelled job is alive"; false; fi; done
     slurm_node_ok
 }
 
@@ -141,7 +142,8 @@ start_pair() {
     p=$(engine_pid)
     kill "$p"
     wait_for 10 "! kill -0 $p 2>/dev/null"
-    [ "$(fstate "$JOB" 0)" = THAWED ] && [ "$(fstate "$JOB" 1)" = THAWED ]
+    [ "$(fstate "$JOB" 0)" = THAWED ]
+    [ "$(fstate "$JOB" 1)" = THAWED ]
     [ "$(cpuset_of "$JOB" 0)" = "$(cpuset_of "$JOB" 1)" ]
     wait "$BG"; BG=
     slurm_node_ok

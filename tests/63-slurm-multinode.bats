@@ -88,6 +88,6 @@ EOF
     [ "$narrow_frozen" -ge 5 ]
     wait "$BG"; BG=
     cat salloc.err wide.err narrow.err
-    ! grep -q 'cosched:' wide.err narrow.err narrow2.err
+    if grep 'cosched:' wide.err narrow.err narrow2.err; then false; fi
     slurm_node_ok
 }

@@ -207,7 +207,10 @@ assert len(p0.findall(".//" + NS + "rect[@class=\"box\"]")) == len(pols) - 1
     run "$EVAL" --from "$FIX" --out "$out"
     echo "$output"
     [ "$status" -eq 0 ]
-    [ -f "$out/EVALUATION.md" ] && [ -f "$out/paper001-4.svg" ] && [ -f "$out/stats.csv" ] && [ -f "$out/normalised.csv" ]
+    [ -f "$out/EVALUATION.md" ]
+    [ -f "$out/paper001-4.svg" ]
+    [ -f "$out/stats.csv" ]
+    [ -f "$out/normalised.csv" ]
     run python3 -c 'import sys, xml.etree.ElementTree as E; E.parse(sys.argv[1]); print("xml ok")' "$out/paper001-4.svg"
     [ "$output" = "xml ok" ]
     # the hand-computed numbers of tests/fixtures/eval/README
