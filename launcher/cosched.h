@@ -69,6 +69,8 @@ const char *cs_datadir(void);
  * nobody else may write them (a root-owned sticky directory is fine); -1
  * with why.  The node engine loads only such files (policies, modules). */
 int cs_path_trusted(const char *path, char *why, size_t len);
+/* s as a JSON string (quotes, escapes), or null when s is NULL. */
+void cs_json_str(FILE *f, const char *s);
 /* Set by the node engine: the policy host then loads (and requires) only
  * files that pass cs_path_trusted(). */
 extern int cs_policy_trusted_only;

@@ -186,25 +186,6 @@ static struct {
     int failed;
 } rec;
 
-/* A JSON string: quotes, backslashes and control characters escaped. */
-static void put_json_string(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
-        if (*c == '"' || *c == '\\')
-            fprintf(f, "\\%c", *c);
-        else if (*c == '\n')
-            fputs("\\n", f);
-        else if (*c == '\t')
-            fputs("\\t", f);
-        else if (*c < 0x20 || *c == 0x7f)
-            fprintf(f, "\\u%04x", *c);
-        else
-            fputc(*c, f);
-    }
-    fputc('"', f);
-}
-
 /* A double that reads back bit-identical; null for NaN (and inf, never written
  * by a backend). */
 static void put_json_number(FILE *f, double v)
@@ -229,12 +210,12 @@ int cs_counters_record_open(const char *path, const struct cs_profile *p)
     rec.nslots = p->nevents;
     rec.failed = 0;
     fprintf(rec.f, "{\"format\":\"cosched-counters\",\"version\":1,\"profile\":");
-    put_json_string(rec.f, p->name);
+    cs_json_str(rec.f, p->name);
     fprintf(rec.f, ",\"slots\":[");
     for (int i = 0; i < p->nevents; i++) {
         if (i)
             fputc(',', rec.f);
-        put_json_string(rec.f, p->events[i].slot);
+        cs_json_str(rec.f, p->events[i].slot);
     }
     fprintf(rec.f, "]}\n");
     if (fflush(rec.f) != 0) {
@@ -252,7 +233,7 @@ void cs_counters_record(const struct cs_engine *e, const struct cs_job *j, uint6
     if (rec.f == NULL || rec.failed)
         return;
     fputs("{\"job\":", rec.f);
-    put_json_string(rec.f, j->name);
+    cs_json_str(rec.f, j->name);
     fprintf(rec.f, ",\"step\":%llu,\"seq\":%llu,\"flags\":%d,\"seconds\":", (unsigned long long)step,
             (unsigned long long)e->step_seq, c->flags);
     put_json_number(rec.f, valid ? c->seconds : 0.0);

@@ -1362,21 +1362,6 @@ static void fmt_arch(const struct cs_profile *p, char *buf, size_t len)
         snprintf(buf + k, len - k, " (test)");
 }
 
-static void json_str(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; s && *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            fprintf(f, "\\%c", c);
-        else if (c < 0x20)
-            fprintf(f, "\\u%04x", c);
-        else
-            fputc(c, f);
-    }
-    fputc('"', f);
-}
-
 /* Why no profile matches cpu (cpu->known). */
 static void why_none(const struct cpuid *cpu, const struct entry *v, int n, char *const *dirs, int ndirs,
                      char *buf, size_t len)
@@ -1578,7 +1563,7 @@ int cs_cmd_profiles(int argc, char **argv)
         printf("{\n  \"cpu\": ");
         if (cpu.known) {
             printf("{\"vendor\": ");
-            json_str(stdout, cpu.vendor);
+            cs_json_str(stdout, cpu.vendor);
             printf(", \"family\": %d, \"model\": %d, \"source\": \"%s\"},\n", cpu.family, cpu.model,
                    have_cpuid ? "--cpuid" : "hwloc");
         } else
@@ -1586,23 +1571,23 @@ int cs_cmd_profiles(int argc, char **argv)
         printf("  \"search_path\": [");
         for (int i = 0; i < nsearch; i++) {
             printf("%s", i ? ", " : "");
-            json_str(stdout, search[i]);
+            cs_json_str(stdout, search[i]);
         }
         printf("],\n  \"profiles\": [");
         for (int i = 0; i < n; i++) {
             const struct cs_profile *p = v[i].p;
             printf("%s\n    {\"name\": ", i ? "," : "");
-            json_str(stdout, v[i].name);
+            cs_json_str(stdout, v[i].name);
             printf(", \"file\": ");
-            json_str(stdout, v[i].path);
+            cs_json_str(stdout, v[i].path);
             if (v[i].shadowed_by >= 0) {
                 printf(", \"status\": \"shadowed\", \"by\": ");
-                json_str(stdout, v[v[i].shadowed_by].path);
+                cs_json_str(stdout, v[v[i].shadowed_by].path);
             } else if (p == NULL)
                 printf(", \"status\": \"broken\"");
             else {
                 printf(", \"status\": \"ok\", \"description\": ");
-                json_str(stdout, p->description);
+                cs_json_str(stdout, p->description);
                 printf(", \"vendor\": \"%s\", \"family\": %d, \"models\": [", vendor_name(p->vendor), p->family);
                 for (int m = 0; m < p->nmodels; m++)
                     printf("%s[%d, %d]", m ? ", " : "", p->models[m].lo, p->models[m].hi);
@@ -1613,11 +1598,11 @@ int cs_cmd_profiles(int argc, char **argv)
         }
         printf("\n  ],\n  \"match\": ");
         if (match >= 0)
-            json_str(stdout, v[match].name);
+            cs_json_str(stdout, v[match].name);
         else
             printf("null");
         printf(",\n  \"why\": ");
-        json_str(stdout, match >= 0 ? "" : why);
+        cs_json_str(stdout, match >= 0 ? "" : why);
         printf("\n}\n");
     } else {
         char arch[200];

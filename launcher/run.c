@@ -717,25 +717,6 @@ static void json_num(FILE *f, const char *key, double v, const char *sep)
         fprintf(f, "\"%s\": null%s", key, sep);
 }
 
-static void json_str(FILE *f, const char *s)
-{
-    if (!s) {
-        fputs("null", f);
-        return;
-    }
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            fprintf(f, "\\%c", c);
-        else if (c < 0x20)
-            fprintf(f, "\\u%04x", c);
-        else
-            fputc(c, f);
-    }
-    fputc('"', f);
-}
-
 /* Print the result; the exit status of cosched classify. */
 static int classify_report(struct cs_engine *e, struct classify *cl, int status)
 {
@@ -771,10 +752,10 @@ static int classify_report(struct cs_engine *e, struct classify *cl, int status)
         fputs("{\"command\": [", f);
         for (int i = 0; j->argv[i]; i++) {
             fputs(i ? ", " : "", f);
-            json_str(f, j->argv[i]);
+            cs_json_str(f, j->argv[i]);
         }
         fputs("], \"class\": ", f);
-        json_str(f, cls);
+        cs_json_str(f, cls);
         fputs(", ", f);
         json_num(f, "ipc_standalone", r->ipc_standalone, ", ");
         json_num(f, "ipc_folded", r->ipc_folded, ", ");
@@ -790,13 +771,13 @@ static int classify_report(struct cs_engine *e, struct classify *cl, int status)
         fputs(", \"cores_folded\": ", f);
         r->cores_folded ? fprintf(f, "%d", r->cores_folded) : fputs("null", f);
         fprintf(f, ", \"degraded\": %s, \"degraded_reason\": ", r->degraded ? "true" : "false");
-        json_str(f, r->degraded ? why : NULL);
+        cs_json_str(f, r->degraded ? why : NULL);
         fputs(", \"counters\": ", f);
-        json_str(f, cl->backend);
+        cs_json_str(f, cl->backend);
         fputs(", \"profile\": ", f);
-        json_str(f, cl->profile ? cl->profile->name : NULL);
+        cs_json_str(f, cl->profile ? cl->profile->name : NULL);
         fprintf(f, ", \"test_profile\": %s, \"stored\": ", cl->profile && cl->profile->test ? "true" : "false");
-        json_str(f, r->written || cl->from_store ? file : NULL);
+        cs_json_str(f, r->written || cl->from_store ? file : NULL);
         fprintf(f, ", \"from_store\": %s", cl->from_store ? "true" : "false");
         if (cl->from_store)
             fprintf(f, ", \"age\": %.0f", (double)time(NULL) - r->created);

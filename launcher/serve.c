@@ -364,21 +364,6 @@ static int do_deregister(struct cs_engine *e, const struct cs_msg *m, char *rep,
 
 /* ------------------------------------------------------------ status */
 
-static void json_str(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; s && *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            fprintf(f, "\\%c", c);
-        else if (c < 0x20)
-            fprintf(f, "\\u%04x", c);
-        else
-            fputc(c, f);
-    }
-    fputc('"', f);
-}
-
 static char job_class(const struct cs_job *j)
 {
     if (j->result && j->result->cls)
@@ -466,16 +451,16 @@ static char *status_doc(struct cs_engine *e, uid_t who, int text)
         } else {
             fprintf(f, "%s{\"job\":%lu,\"step\":%lu,\"id\":%d,\"uid\":%d,\"user\":", first ? "" : ",", sv->job,
                     sv->step, j->id, (int)sv->uid);
-            json_str(f, user);
+            cs_json_str(f, user);
             fputs(",\"name\":", f);
-            json_str(f, sv->prog);
+            cs_json_str(f, sv->prog);
             fprintf(f, ",\"policy\":\"%s\",\"asked_policy\":", cs_policy_name(e->policy));
-            json_str(f, sv->asked);
+            cs_json_str(f, sv->asked);
             fputs(",\"opts\":", f);
-            json_str(f, sv->opts);
+            cs_json_str(f, sv->opts);
             fprintf(f, ",\"class\":%s%c%s,\"state\":\"%s\",\"reason\":", cls ? "\"" : "", cls ? cls : 'n',
                     cls ? "\"" : "ull", state);
-            json_str(f, why);
+            cs_json_str(f, why);
             fprintf(f, ",\"cpus\":\"%s\",\"allocation\":\"%s\",\"nodes\":%d,\"never_frozen\":%s,\"tasks\":%d,"
                        "\"quanta_run\":%llu,\"quanta_waited\":%llu,\"waited_s\":%.3f,\"cpu_s\":%.3f,\"priority\":%d",
                     cpus, allowed, sv->nnodes, j->nofreeze ? "true" : "false", sv->nt,

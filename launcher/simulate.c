@@ -598,21 +598,6 @@ out:
 
 /* ---------------------------------------------------------------- output */
 
-static void json_str(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; s && *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            fprintf(f, "\\%c", c);
-        else if (c < 0x20)
-            fprintf(f, "\\u%04x", c);
-        else
-            fputc(c, f);
-    }
-    fputc('"', f);
-}
-
 static void json_num(FILE *f, double v)
 {
     if (isfinite(v))
@@ -826,11 +811,11 @@ int cs_cmd_simulate(int argc, char **argv)
     if (json) {
         FILE *f = stdout;
         fputs("{\"node\": ", f);
-        json_str(f, node->name);
+        cs_json_str(f, node->name);
         fputs(", \"apps\": ", f);
-        json_str(f, apps->name);
+        cs_json_str(f, apps->name);
         fputs(", \"model\": ", f);
-        json_str(f, model);
+        cs_json_str(f, model);
         fprintf(f, ", \"seed\": %llu, \"window\": ", (unsigned long long)su.seed);
         json_num(f, su.window);
         fputs(", \"quantum\": ", f);
@@ -839,7 +824,7 @@ int cs_cmd_simulate(int argc, char **argv)
         for (int k = 0; k < npols; k++) {
             struct result *r = &res[k];
             fprintf(f, "%s\n  {\"policy\": ", k ? "," : "");
-            json_str(f, r->policy);
+            cs_json_str(f, r->policy);
             fputs(", \"virtual_s\": ", f);
             json_num(f, r->virtual_s);
             fputs(", \"wall_s\": ", f);
@@ -847,7 +832,7 @@ int cs_cmd_simulate(int argc, char **argv)
             fprintf(f, ", \"steps\": %llu, \"jobs\": [", r->steps);
             for (int i = 0; i < su.n; i++) {
                 fprintf(f, "%s\n    {\"id\": %d, \"app\": ", i ? "," : "", i + 1);
-                json_str(f, su.w[i].app->name);
+                cs_json_str(f, su.w[i].app->name);
                 fputs(", \"completions\": ", f);
                 json_num(f, r->completions[i]);
                 fputs(", \"throughput\": ", f);
@@ -870,7 +855,7 @@ int cs_cmd_simulate(int argc, char **argv)
             fputs("}, \"total\": ", f);
             json_num(f, orc.total);
             fputs(", \"schedule\": ", f);
-            json_str(f, orc.schedule);
+            cs_json_str(f, orc.schedule);
             fputs(", \"standalone\": {", f);
             for (int i = 0; i < su.n; i++) {
                 fprintf(f, "%s\"%d\": ", i ? ", " : "", i + 1);

@@ -352,21 +352,6 @@ static struct jv *jget(const struct jv *o, const char *k)
     return NULL;
 }
 
-static void jstr(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            fprintf(f, "\\%c", c);
-        else if (c < 0x20)
-            fprintf(f, "\\u%04x", c);
-        else
-            fputc(c, f);
-    }
-    fputc('"', f);
-}
-
 static void jnum(FILE *f, double v)
 {
     if (isfinite(v))
@@ -703,22 +688,22 @@ static int mkdir_p(const char *dir)
 static void write_entry(FILE *f, const struct cs_store *s, const struct cs_store_key *k, const struct cs_stored *r)
 {
     fprintf(f, "{\n  \"format\": \"%s\",\n  \"version\": 1,\n  \"key\": {\n    \"exe\": ", FORMAT);
-    jstr(f, k->exe);
+    cs_json_str(f, k->exe);
     fprintf(f, ",\n    \"exe_id\": ");
-    jstr(f, k->exe_id);
+    cs_json_str(f, k->exe_id);
     fprintf(f, ",\n    \"args\": [");
     for (int i = 0; i < k->nargs; i++) {
         fputs(i ? ", " : "", f);
-        jstr(f, k->args[i]);
+        cs_json_str(f, k->args[i]);
     }
     fprintf(f, "],\n    \"threads\": %d,\n    \"cpu\": { \"vendor\": ", k->threads);
-    jstr(f, s->vendor);
+    cs_json_str(f, s->vendor);
     fputs(", \"family\": ", f);
-    jstr(f, s->family);
+    cs_json_str(f, s->family);
     fputs(", \"model\": ", f);
-    jstr(f, s->model);
+    cs_json_str(f, s->model);
     fputs(", \"name\": ", f);
-    jstr(f, s->name);
+    cs_json_str(f, s->name);
     fprintf(f, " }\n  },\n  \"class\": \"%c\",\n", r->cls);
     const char *names[7] = { "ipc_standalone", "ipc_folded", "fp", "mpki", "bw_l1", "bw_l2", "bw_llc" };
     double vals[7] = { r->ipc_standalone, r->ipc_folded, r->fp, r->mpki, r->bw_l1, r->bw_l2, r->bw_llc };
