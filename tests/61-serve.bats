@@ -875,7 +875,8 @@ EOF
         run cs_register "$1" 0 "$2" class=S
         [[ "$output" == OK* ]]
     done
-    wait_for 10 '[ "$(quanta 9.0)" -ge 2 ]'
+    # jobs being characterized say only that; wait until all three are scheduled by age
+    wait_for 20 'status_json | python3 -c "import json,sys; sys.exit(not all(s[\"policy_info\"] and \"age\" in s[\"policy_info\"] for s in json.load(sys.stdin)[\"steps\"]))"'
     run status_json
     [ "$status" -eq 0 ]
     echo "$output" | python3 -c '
