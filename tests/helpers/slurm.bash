@@ -109,7 +109,8 @@ slurm_stop() {
         scancel --full $(slurm_jobs) 2>/dev/null || true
         wait_for 30 '[ -z "$(squeue -h -o %i 2>/dev/null)" ]' || true
     fi
-    for f in slurmd.pid slurmd.*.pid slurmctld.pid munge/munged.pid; do
+    # (several slurmd: one pid file per node; the glob must look in SLURM_DIR)
+    for f in $(cd "$SLURM_DIR" && echo slurmd*.pid) slurmctld.pid munge/munged.pid; do
         [ -f "$SLURM_DIR/$f" ] || continue
         pid=$(cat "$SLURM_DIR/$f" 2>/dev/null) || continue
         [ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null || continue
