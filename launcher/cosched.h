@@ -280,6 +280,8 @@ struct cs_pstat { pid_t pid, ppid, pgrp; char state; uint64_t ticks; /* u+s+cu+c
  * point, children of members.  *out is malloc'ed. */
 int cs_proc_members(pid_t pgid, struct cs_pstat **out, size_t *n);
 int cs_proc_is_cosched(pid_t pid);
+/* One process's /proc/PID/stat (ticks = utime+stime+cutime+cstime); -1 with errno. */
+int cs_proc_stat(pid_t pid, struct cs_pstat *st);
 /* pid's cgroup path in the v1 hierarchy carrying ctl, or in cgroup2 when ctl
  * is NULL (pid 0: this process); -1 with errno (ENOENT: no such line). */
 int cs_proc_cgroup(pid_t pid, const char *ctl, char *path, size_t len);            /* alive and comm "cosched" */

@@ -55,6 +55,21 @@
 
 /* ------------------------------------------------------------ /proc scan */
 
+static int read_stat(int procfd, const char *name, struct cs_pstat *st, char *comm, size_t commlen);
+
+int cs_proc_stat(pid_t pid, struct cs_pstat *st)
+{
+    char name[32];
+    int procfd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC), r;
+
+    if (procfd < 0)
+        return -1;
+    snprintf(name, sizeof name, "%d", (int)pid);
+    r = read_stat(procfd, name, st, NULL, 0);
+    close(procfd);
+    return r;
+}
+
 /* Parse /proc/<name>/stat relative to the open /proc directory. */
 static int read_stat(int procfd, const char *name, struct cs_pstat *st,
                      char *comm, size_t commlen)

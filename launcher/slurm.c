@@ -517,22 +517,13 @@ static int sl_cpu_time(struct cs_engine *e, struct cs_job *j, uint64_t *ns)
             return -1;
         for (p = list; *p; p = end) {
             long pid = strtol(p, &end, 10);
-            char name[64], buf[1024], *rp;
-            unsigned long ut, st;
-            long cut, cst;
-            FILE *f;
+            struct cs_pstat ps;
             if (end == p) {
                 end = p + 1;
                 continue;
             }
-            snprintf(name, sizeof name, "/proc/%ld/stat", pid);
-            if ((f = fopen(name, "re")) == NULL)
-                continue;
-            if (fgets(buf, sizeof buf, f) && (rp = strrchr(buf, ')')) &&
-                sscanf(rp + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu %ld %ld", &ut, &st, &cut,
-                       &cst) == 4)
-                total += (uint64_t)(ut + st + (unsigned long)cut + (unsigned long)cst) * 1000000000ULL / (uint64_t)tck;
-            fclose(f);
+            if (cs_proc_stat((pid_t)pid, &ps) == 0)
+                total += ps.ticks * 1000000000ULL / (uint64_t)tck;
         }
         free(list);
     }
