@@ -154,6 +154,9 @@ struct cs_job {
     /* last step's measurements, handed to the policy */
     double last_step_wall, last_step_cpu;
     int last_step_ncpus;
+    int last_step_ran;         /* it ran in the last step (an instance restarted in it counts) */
+    int characterized;         /* characterizations the policy completed for it (plan()'s results) */
+    hwloc_bitmap_t step_cpus;  /* cores the current/last step gave it (empty: frozen in it) */
     void *ctl;                 /* backend private state */
     /* counters (counters.h) */
     void *cnt;                 /* counter backend private state */
@@ -495,5 +498,8 @@ int cs_engine_run(struct cs_engine *e);  /* exit status for main() */
  * process group, SIGKILL after e->kill_timeout.  Its end is then neither a
  * failure nor restarted. */
 void cs_engine_stop_job(struct cs_engine *e, struct cs_job *j);
+/* The policy handed back a characterization result r for job j: counted
+ * (j->characterized; more than one is a re-characterization) and traced. */
+void cs_engine_characterized(struct cs_engine *e, struct cs_job *j, const struct cs_stored *r);
 
 #endif

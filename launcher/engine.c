@@ -148,6 +148,18 @@ static void trace_job_event(struct cs_engine *e, struct cs_job *j, const char *e
     fflush(e->trace);
 }
 
+void cs_engine_characterized(struct cs_engine *e, struct cs_job *j, const struct cs_stored *r)
+{
+    j->characterized++;
+    if (e->trace == NULL)
+        return;
+    fprintf(e->trace, "{\"type\":\"characterized\",\"time\":%.6f,\"id\":%d,\"name\":", cs_now() - e->t0, j->id);
+    cs_json_str(e->trace, j->name);
+    fprintf(e->trace, ",\"class\":\"%c\",\"degraded\":%s,\"count\":%d}\n", r->cls ? r->cls : '?',
+            r->degraded ? "true" : "false", j->characterized);
+    fflush(e->trace);
+}
+
 /* Open the job's output destinations before its first instance. */
 static int job_outputs(struct cs_engine *e, struct cs_job *j, int *ofd, int *efd)
 {
@@ -362,6 +374,7 @@ int cs_engine_adopt(struct cs_engine *e, struct cs_job *j, pid_t pid)
 {
     j->cpus = hwloc_bitmap_alloc();
     j->mems = hwloc_bitmap_alloc();
+    j->step_cpus = hwloc_bitmap_alloc();
     if (e->profile) {
         j->metric = malloc(e->profile->nmetrics * sizeof *j->metric);
         for (int m = 0; m < e->profile->nmetrics; m++)
@@ -520,6 +533,14 @@ static double do_switch(struct cs_engine *e, const struct cs_plan_step *st, int 
     hwloc_bitmap_free(want);
     for (int i = 0; i < e->njobs; i++) {
         struct cs_job *j = e->jobs[i];
+        /* where it runs in this step, kept for the snapshot after it: an
+         * instance ending in the step resets j->cpus to its home */
+        if (j->step_cpus) {
+            if (j->state == CS_JOB_LIVE && run[i] > 0)
+                hwloc_bitmap_copy(j->step_cpus, j->cpus);
+            else
+                hwloc_bitmap_zero(j->step_cpus);
+        }
         if (j->state == CS_JOB_LIVE && run[i] && j->frozen) {
             if (e->ctl->thaw(e, j) == 0)
                 j->frozen = 0;
@@ -630,7 +651,8 @@ static void step_end(struct cs_engine *e, struct stepstate *ss, const int *was_l
          * belongs to the instance that ran in it */
         int frozen_now = j->frozen && !j->fresh;
         j->fresh = 0;
-        if (ss->run[i] && !frozen_now) {
+        j->last_step_ran = ss->run[i] && !frozen_now;
+        if (j->last_step_ran) {
             j->quanta_run++;
             j->last_run_end = now;
             j->waited = 0;
@@ -971,6 +993,22 @@ static void print_summary(struct cs_engine *e)
                 j->runs_done, j->wall, j->cpu_ns * 1e-9, (unsigned long long)j->quanta_run,
                 (unsigned long long)j->quanta_frozen, st);
     }
+    /* characterizations (policies that measure jobs): more than one per job
+     * is a re-characterization - a phase change, or a false one */
+    int nch = 0, nre = 0;
+    for (int i = 0; i < e->njobs; i++) {
+        nch += e->jobs[i]->characterized;
+        nre += e->jobs[i]->characterized > 1 ? e->jobs[i]->characterized - 1 : 0;
+    }
+    if (nch) {
+        fprintf(stderr, "characterizations: %d, of which %d re-characterization%s", nch, nre, nre == 1 ? "" : "s");
+        for (int i = 0, first = 1; i < e->njobs; i++)
+            if (e->jobs[i]->characterized > 1) {
+                fprintf(stderr, "%s%s x%d", first ? " (" : ", ", e->jobs[i]->name, e->jobs[i]->characterized);
+                first = 0;
+            }
+        fprintf(stderr, "%s\n", nre ? ")" : "");
+    }
 }
 
 static int exit_status(struct cs_engine *e, struct runstate *rs)
@@ -1044,6 +1082,7 @@ started:
         struct cs_job *j = e->jobs[i];
         j->cpus = hwloc_bitmap_alloc();
         j->mems = hwloc_bitmap_alloc();
+        j->step_cpus = hwloc_bitmap_alloc();
         if (e->profile) {
             j->metric = malloc(e->profile->nmetrics * sizeof *j->metric);
             for (int m = 0; m < e->profile->nmetrics; m++)

@@ -110,6 +110,8 @@ void cs_job_free(struct cs_job *j)
     free((char *)j->origin);
     if (j->cpus)
         hwloc_bitmap_free(j->cpus);
+    if (j->step_cpus)
+        hwloc_bitmap_free(j->step_cpus);
     if (j->mems)
         hwloc_bitmap_free(j->mems);
     if (j->allowed)

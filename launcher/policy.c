@@ -1743,10 +1743,16 @@ static void push_job(lua_State *L, struct cs_policy *p, const struct cs_job *j, 
         push_stored(L, p, j, now);
     push_memory(L, j);
     if (j->last_step_wall > 0) {
-        lua_createtable(L, 0, 5);
+        lua_createtable(L, 0, 7);
         set_num(L, "wall", j->last_step_wall);
         set_num(L, "cpu", j->last_step_cpu);
         set_int(L, "ncpus", j->last_step_ncpus);
+        lua_pushboolean(L, j->last_step_ran);
+        lua_setfield(L, -2, "ran");
+        if (j->last_step_ran && j->step_cpus && !hwloc_bitmap_iszero(j->step_cpus)) {
+            push_cpulist(L, p, j->step_cpus, NULL);
+            lua_setfield(L, -2, "cpus");
+        }
         push_metrics(L, p->e, j);
         ro_wrap(L);
         lua_setfield(L, -2, "last");
@@ -1770,6 +1776,9 @@ static void push_snapshot(lua_State *L, struct cs_policy *p, struct cs_engine *e
     set_int(L, "epoch", (long long)e->epoch);
     set_num(L, "now", cs_now() - e->t0);
     set_num(L, "quantum", e->quantum);
+    /* what measures the jobs: "none" when nothing can be counted */
+    lua_pushstring(L, e->profile && e->cnt ? e->cnt->name : "none");
+    lua_setfield(L, -2, "counters");
     /* someone reads plan()'s third value (cosched status, node engine) */
     lua_pushboolean(L, e->serve != NULL);
     lua_setfield(L, -2, "explain");
@@ -2373,8 +2382,10 @@ int cs_policy_plan(struct cs_policy *p, struct cs_engine *e, struct cs_plan *pla
     p->out = NULL;
     for (int i = 0; i < p->nres; i++)
         for (int k = 0; k < e->njobs; k++)
-            if (e->jobs[k] && e->jobs[k]->id == p->res[i].job)
+            if (e->jobs[k] && e->jobs[k]->id == p->res[i].job) {
+                cs_engine_characterized(e, e->jobs[k], &p->res[i].r);
                 cs_store_result(e->store, e->jobs[k], &p->res[i].r);
+            }
     p->nres = 0;
     for (int k = 0; k < e->njobs; k++) {
         free(e->jobs[k]->policy_info);

@@ -65,8 +65,12 @@ a job for which no domain is free waits (part.waiting).
 PHASES) is always min(job.threads, cores touched by the job's CPUs): a job
 with 4 threads on 8 cores keeps 4 of them busy.
 
-Isolation is checked, not assumed.  update() accepts a characterization step
-only when the snapshot shows that the job ran (not frozen, has `last`) on
+Isolation is checked, not assumed.  Who ran where during the measured step
+comes from job.last.ran and job.last.cpus (cosched-policy(7)), never from
+who is frozen at snapshot time: a co-runner whose instance ended and
+restarted during the step is frozen now but ran beside the job.
+update() accepts a characterization step
+only when the snapshot shows that the job ran (last.ran, has `last`) on
 exactly the CPUs asked, that no running job other than class N ones had a CPU
 in its LLC domain, and that no other job had a CPU on its cores (SMT
 siblings share L1 and L2).  A step that fails this is discarded
@@ -150,7 +154,14 @@ changes and recharacterize() work as for any characterized job.
 
 NO COUNTERS
 
-Steps whose last.counted is false count toward nothing: they neither advance
+When the snapshot says that nothing is counted on this run (snap.counters
+== "none": no PMU, --counters none) a job is never characterized: it is
+ready when first seen, degraded and with its hint as class (else
+"unknown"), and reason = "no counters on this run".  Spending quanta on
+measurements that cannot come would only run jobs alone (paper 001's
+characterization reserves the LLC domain) and delay everyone.
+
+Otherwise, steps whose last.counted is false count toward nothing: they neither advance
 a phase nor reset or feed phase detection.  So that policies never stall, a
 characterization gives up after standalone_quanta + folded_quanta steps that
 the job ran as asked but that gave no usable measurement ("missed"):
@@ -550,10 +561,26 @@ local function consume(self, rec, job, ask)
   end
 end
 
+-- the CPUs a job ran on in the last step, nil when it did not run there.
+-- The engine says it (job.last.ran, job.last.cpus); frozen and cpus say what
+-- holds now, which differs for a job whose instance ended and restarted
+-- during the step (it ran, and is frozen now).  Snapshots without
+-- last.ran (made by hand, older engines) fall back to the current state.
+local function ran_on(job)
+  local last = job.last
+  if last ~= nil and last.ran ~= nil then
+    if last.ran then return last.cpus or job.cpus end
+    return nil
+  end
+  if not job.frozen then return job.cpus end
+  return nil
+end
+M.ran_on = ran_on
+
 -- no other job on the job's cores; no non-N job but itself (own = 1 when it
 -- is counted among them) in its LLC domains unless any_llc
 local function isolated(t, job, own, any_llc, dom_cnt, core_cnt)
-  for _, c in ipairs(job.cpus) do
+  for _, c in ipairs(ran_on(job) or job.cpus) do
     local k = t.core_of[c]
     if k and (core_cnt[k] or 0) > 1 then return false end
     if not any_llc then
@@ -581,7 +608,7 @@ local function watch(self, rec, job, t, dom_cnt, core_cnt)
     return
   end
   if not rec.ipc_s then return end
-  local k = min(rec.threads, cores_in(t, job.cpus))
+  local k = min(rec.threads, cores_in(t, ran_on(job) or job.cpus))
   local ref_ipc, ref_llc
   if k == rec.k_s then
     ref_ipc, ref_llc = rec.ipc_s, rec.bw and rec.bw.llc
@@ -662,7 +689,18 @@ function C:update(snap)
       rec = { id = id, attempts = 0, recharacterizations = 0, discarded = 0, gang_only = false }
       recs[id] = rec
       nrecs = nrecs + 1
-      if not seed(rec, job.stored) then start(self, rec) end
+      if not seed(rec, job.stored) then
+        if snap.counters == "none" then
+          -- nothing can be measured on this run: no quanta are spent on a
+          -- characterization that cannot end (NO COUNTERS); the job is
+          -- ready at once with its hint, degraded and blind
+          rec.degraded, rec.blind, rec.characterizing = true, true, false
+          rec.reason = "no counters on this run"
+          rec.missed, rec.usable, rec.strike = 0, 0, 0
+        else
+          start(self, rec)
+        end
+      end
     end
     if rec.gen ~= gen then
       rec.gen = gen
@@ -670,9 +708,10 @@ function C:update(snap)
     end
     rec.hint = job.class
     rec.threads = job.threads or HUGE
-    if not job.frozen then
+    local where = ran_on(job)
+    if where then
       local nonn = not shareable(rec)
-      for _, c in ipairs(job.cpus) do
+      for _, c in ipairs(where) do
         local k = core_of[c]
         if k and core_mark[k] ~= id then
           core_mark[k] = id
@@ -710,7 +749,7 @@ function C:update(snap)
     do
       if rec.characterizing then
         if ask then
-          if table.concat(job.cpus, ",") ~= ask.key
+          if table.concat(ran_on(job), ",") ~= ask.key
               or not isolated(t, job, 1, false, dom_cnt, core_cnt) then
             rec.discarded = rec.discarded + 1
           elseif last.wall >= half then

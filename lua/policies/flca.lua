@@ -11,7 +11,7 @@ memory hierarchies).
   "F-LCA sorts all applications by Age, and selects a constant subset of K
   applications with the highest Age to be scheduled in the next epoch, i.e.
   K time quanta. The K applications are folded, paired using LCA and
-  scheduled to the system."  K = 4 with more than four jobs, else 2.
+  scheduled to the system."  K = 4 with more than four jobs, else 2 (four jobs: K = 4 here, see step 3).
 
 Plan, every epoch:
   1. Characterization: c:update(snap); c:plan_step(snap).  Jobs being
@@ -28,10 +28,15 @@ Plan, every epoch:
        n   = live jobs, TQ = snap.quantum.
        CP  = 1 - IPC_last / IPC_ref, clamped to [0, 1], from the last step
              the job ran that was counted (kept while it is frozen).
-             IPC_last = ch.job_ipc(job); IPC_ref = IPC_folded when that step
-             used a core count nearer the folded than the standalone one,
-             else IPC_standalone: the folding penalty is FP's term, CP is
-             contention only.  Not counted: CP = 0.
+             IPC_last = ch.job_ipc(job); IPC_ref = IPC_standalone, as the
+             paper says ("Progress = IPC_last_quantum / IPC_standalone",
+             Sec. 4.3, which F-LCA's age reuses): a folded job's CP then
+             holds its folding slowdown too, so the ageing pays a folded
+             job back for both.  cp_ref = nearest takes IPC_folded instead
+             when that step used a core count nearer the folded than the
+             standalone one (CP as contention only, FP as folding only);
+             that reading counts the folding penalty once where the paper
+             can be read to count it twice.  Not counted: CP = 0.
        FP  = the characterization's 1 - IPC_folded / IPC_standalone,
              clamped to [0, 1]; unknown: 0.
      Without counters CP = FP = 0 and the age is WT / (n TQ): the K jobs
@@ -41,8 +46,8 @@ Plan, every epoch:
      island: one F-LCA module per cache/memory island under one global
      ageing; D = 1 on the paper's flat node), sorted by age, then
      WT, then id (cosched.ageing.select).  K = parameter k, default auto
-     (4 when more than four jobs are live, else 2; the paper leaves exactly
-     four open, we take 2 so that the ageing chooses).
+     (4 when four or more jobs are live, else 2; the paper leaves exactly
+     four open: see cosched.ageing.k_default for why we take 4).
   4. Pairing: gang-only selected jobs are units of their own (Sec. 6: "resort
      to gang scheduling for them"); the others, in age order, are paired
      by LCA Algorithm 1 (cosched.pairing.lca: N with S, then C, then N; C
@@ -61,6 +66,21 @@ Plan, every epoch:
      for two quanta, the CPU time Gang gives it in one.
      While a characterization is pending only the first round runs, one
      quantum long.
+  6. An epoch runs to its end.  The engine asks for a new plan whenever a
+     job's instance ends - also when it restarts at once under --window -
+     which cuts the step in progress.  Paper 001's epoch is K quanta, so
+     when plan() is called before the epoch's planned end (snap.now before
+     the plan's start plus its steps' durations, less 5 % of a quantum of
+     slack), the rest of the epoch is planned again instead of a new
+     selection: the round in progress for its time left (when that is at
+     least a tenth of a quantum), then the later rounds, the same units in
+     the same order; jobs that left are taken out of their units (the
+     partner of a departed job gets the pair's whole group), and jobs that
+     arrived wait for the next epoch.  Re-sorting the rounds at every
+     restart would drop the younger rounds again and again (C jobs carry
+     the larger FP, so S-S rounds starved; issue #11).  Not continued: when
+     a characterization is pending (its epochs are one quantum anyway) and
+     with continue_epoch = no.
 Starvation freedom.  Let B = w2 + w3 (CP and FP are clamped to [0, 1], so
 the two terms add at most B), w1 > 0, E the longest epoch and n the number
 of jobs (a fixed set of ready jobs, budget not empty).  (a) The oldest ready
@@ -123,11 +143,14 @@ Hierarchy and thread counts (paper 001 Sec. 6; cosched.pairing, cosched.cpus.hsp
     time-share them).  Full-width jobs (threads >= cores) cost nothing here.
 
 Parameters (--policy-opt key=value):
-  k = auto           jobs per epoch per island (LLC domain / NUMA node): auto (4 if > 4 jobs, else 2) or an even integer >= 2
+  k = auto           jobs per epoch per island (LLC domain / NUMA node): auto (4 if >= 4 jobs, else 2) or an even integer >= 2
+  cp_ref = standalone  reference of CP's Progress: standalone (the paper) or nearest (IPC_folded for a folded step)
   w1 = 1, w2 = 1, w3 = 2   age weights (w1 > 0, w2, w3 >= 0)
   pair_quanta = 2    quanta per round holding a pair (integer >= 1)
   split = auto       where halves are cut: auto, llc, numa, core, pu
   characterize = yes yes: cosched.characterize; no: class hints only (unknown = N)
+                     (no counters on the run: hints only, no quanta spent measuring)
+  continue_epoch = yes   yes: a job's end or restart does not cut the epoch (step 6); no: select anew
   standalone_quanta, folded_quanta: passed to cosched.characterize
 
 When not to use it: jobs with fewer threads than half the node gain nothing
@@ -140,7 +163,39 @@ local pairing = require "cosched.pairing"
 local ageing = require "cosched.ageing"
 
 local pool = { n = 0 }                  -- id -> its entry, refilled each plan
-local src, tr, k_param, split, pair_quanta
+local src, tr, k_param, split, pair_quanta, continue_epoch
+-- the epoch in progress: { t0 = snap.now of its plan, rounds = { { units =,
+-- gang =, dur = }, ... } } (step 6); nil when none may be continued
+local epoch
+
+-- the rest of the epoch in progress, as rounds, or nil when it is over
+local function rest_of_epoch(snap, ctx)
+  local ep = epoch
+  if not ep or type(snap.now) ~= "number" then return nil end
+  local tq = snap.quantum
+  local elapsed, t, total = snap.now - ep.t0, 0, 0
+  for _, r in ipairs(ep.rounds) do total = total + r.dur end
+  if elapsed >= total - 0.05 * tq then return nil end
+  local out = {}
+  for _, r in ipairs(ep.rounds) do
+    local left = t + r.dur - elapsed
+    t = t + r.dur
+    if left >= 0.1 * tq then
+      local units = {}
+      for _, u in ipairs(r.units) do
+        local keep = {}
+        for _, id in ipairs(u) do
+          if ctx.byid[id] then keep[#keep + 1] = id end
+        end
+        if #keep > 0 then units[#units + 1] = keep end
+      end
+      if #units > 0 then
+        out[#out + 1] = { units = units, gang = r.gang, dur = math.min(left, r.dur) }
+      end
+    end
+  end
+  return #out > 0 and out or nil
+end
 local W = { w1 = 1, w2 = 1, w3 = 2 }
 
 local function number(params, key, lo, open)
@@ -156,13 +211,15 @@ return {
   name = "flca",
   description = "F-LCA: each epoch the K oldest jobs (waiting, contention, folding), LCA-paired and folded (paper 001 Sec. 4.4)",
   params = {
-    k = { default = "auto", help = "jobs per epoch per island (LLC domain, split by NUMA node): auto (4 if more than 4 jobs, else 2) or an even integer >= 2" },
+    k = { default = "auto", help = "jobs per epoch per island (LLC domain, split by NUMA node): auto (4 if 4 or more jobs, else 2) or an even integer >= 2" },
+    cp_ref = { default = "standalone", help = "CP's reference: standalone (IPC_last / IPC_standalone, the paper) or nearest (IPC_folded for a folded step)" },
     w1 = { default = 1, help = "age weight of waiting time WT/(n TQ), > 0" },
     w2 = { default = 1, help = "age weight of the contention penalty CP, >= 0" },
     w3 = { default = 2, help = "age weight of the folding penalty FP, >= 0" },
     pair_quanta = { default = 2, help = "quanta each pair runs per epoch" },
     split = { default = "auto", help = "where folded halves are cut: auto, llc, numa, core or pu" },
     characterize = { default = "yes", help = "yes: classify and measure with cosched.characterize; no: use class hints" },
+    continue_epoch = { default = "yes", help = "yes: a job ending or restarting mid-epoch does not cut the epoch; no: select anew" },
     standalone_quanta = { default = 2, help = "characterization: quanta measured alone" },
     folded_quanta = { default = 1, help = "characterization: quanta measured folded" },
   },
@@ -185,9 +242,17 @@ return {
       error(("split = '%s': expected auto, llc, numa, core or pu"):format(params.split), 0)
     end
     split = params.split
+    if params.continue_epoch ~= "yes" and params.continue_epoch ~= "no" then
+      error(("continue_epoch = '%s': expected yes or no"):format(tostring(params.continue_epoch)), 0)
+    end
+    continue_epoch = params.continue_epoch == "yes"
+    epoch = nil
     src = pairing.source { characterize = params.characterize }
     src:init { standalone_quanta = params.standalone_quanta, folded_quanta = params.folded_quanta }
-    tr = ageing.tracker("nearest")
+    if params.cp_ref ~= "standalone" and params.cp_ref ~= "nearest" then
+      error(("cp_ref = '%s': expected standalone or nearest"):format(tostring(params.cp_ref)), 0)
+    end
+    tr = ageing.tracker(params.cp_ref)
   end,
 
   plan = function(snap)
@@ -207,50 +272,60 @@ return {
     end
     local steps = {}
     if #entries > 0 and #ctx.budget > 0 then
-      local D = pairing.domains(snap, ctx.budget)
-      local K = (k_param or ageing.k_default(n)) * D
-      local sel = ageing.select(entries, K)
-      -- residual cores: the ready jobs in age order (pairing.fill_holes),
-      -- sorted only when a hole exists, once per plan
+      local fill = { ctx = ctx }
       local memo
-      local fill = { ctx = ctx, order = function()
+      function fill.order()
+        -- residual cores: the ready jobs in age order (pairing.fill_holes),
+        -- sorted only when a hole exists, once per plan
         if not memo then
           memo = {}
           for i, e in ipairs(ageing.select(entries, #entries)) do memo[i] = ctx.byid[e.id] end
         end
         return memo
-      end }
-      local rank, gang, units, foldable = {}, {}, {}, {}
-      for r, e in ipairs(sel) do
-        rank[e.id] = r
-        if e.gang then
-          gang[e.id] = true
-          units[#units + 1] = { e.id }
-        else
-          foldable[#foldable + 1] = e
+      end
+      local rounds = continue_epoch and not ctx.pending and rest_of_epoch(snap, ctx)
+      if not rounds then
+        rounds = {}
+        local D = pairing.domains(snap, ctx.budget)
+        local K = (k_param or ageing.k_default(n)) * D
+        local sel = ageing.select(entries, K)
+        local rank, gang, units, foldable = {}, {}, {}, {}
+        for r, e in ipairs(sel) do
+          rank[e.id] = r
+          if e.gang then
+            gang[e.id] = true
+            units[#units + 1] = { e.id }
+          else
+            foldable[#foldable + 1] = e
+          end
         end
-      end
-      for _, u in ipairs(pairing.lca(foldable)) do
-        units[#units + 1] = u[2] and { u[1].id, u[2].id } or { u[1].id }
-      end
-      local rounds = pairing.rounds(units, D, gang)
-      local best = {}
-      for _, r in ipairs(rounds) do
-        local b = math.huge
-        for _, u in ipairs(r.units) do
-          for _, id in ipairs(u) do b = math.min(b, rank[id]) end
+        for _, u in ipairs(pairing.lca(foldable)) do
+          units[#units + 1] = u[2] and { u[1].id, u[2].id } or { u[1].id }
         end
-        best[r] = b
+        rounds = pairing.rounds(units, D, gang)
+        local best = {}
+        for _, r in ipairs(rounds) do
+          local b = math.huge
+          for _, u in ipairs(r.units) do
+            for _, id in ipairs(u) do b = math.min(b, rank[id]) end
+          end
+          best[r] = b
+        end
+        table.sort(rounds, function(a, b) return best[a] < best[b] end)
+        if ctx.pending then rounds = { rounds[1] } end
+        for _, r in ipairs(rounds) do
+          local haspair = false
+          for _, u in ipairs(r.units) do if #u == 2 then haspair = true end end
+          r.dur = (haspair and not ctx.pending) and math.min(pair_quanta * tq, 3600) or tq
+        end
+        epoch = (not ctx.pending) and { t0 = snap.now, rounds = rounds } or nil
       end
-      table.sort(rounds, function(a, b) return best[a] < best[b] end)
-      if ctx.pending then rounds = { rounds[1] } end
       for _, r in ipairs(rounds) do
-        local haspair = false
-        for _, u in ipairs(r.units) do if #u == 2 then haspair = true end end
-        local dur = (haspair and not ctx.pending) and math.min(pair_quanta * tq, 3600) or tq
         local jobs, shared = pairing.place(snap, r.units, ctx.budget, true, split, not r.gang and fill or nil)
-        steps[#steps + 1] = { duration = dur, jobs = jobs, shared = shared or nil }
+        steps[#steps + 1] = { duration = r.dur, jobs = jobs, shared = shared or nil }
       end
+    else
+      epoch = nil
     end
     local plan_steps, results = src:finish(ctx, snap, steps)
     return plan_steps, results,

@@ -132,8 +132,8 @@ check("tracker: Progress from job IPC (ipc x cpu / wall); standalone vs nearest 
   s:observe(snap2, info)
   return ok and near(s:cp(1), 0.5), ("%s %s"):format(s:cp(1), n:cp(1))
 end)
-check("K: 4 with more than four jobs, else 2", function()
-  return ageing.k_default(8) == 4 and ageing.k_default(5) == 4 and ageing.k_default(4) == 2
+check("K: 4 with four or more jobs, else 2", function()
+  return ageing.k_default(8) == 4 and ageing.k_default(5) == 4 and ageing.k_default(4) == 4
      and ageing.k_default(3) == 2 and ageing.k_default(1) == 2
 end)
 check("select: the K oldest by age, then WT, then id", function()
@@ -314,6 +314,80 @@ check("flca: 3 jobs {N,S,C}, K = 2: the N and the S folded, one step of two quan
   local node = classes_node(8, 1, { "N", "S", "C" })
   local ran, plan = run_epoch(node, p, params)
   return #plan == 1 and #ran[1] == 2 and near(plan[1].duration, 0.2) and #plan[1].jobs[1].cpus == 4
+end)
+check("flca: 4 jobs {S,C,S,C}: K = 4 (four or more jobs), S with S and C with C, both pairs every epoch", function()
+  local p, params = load_policy("flca", { characterize = "no" })
+  local node = classes_node(8, 1, { "S", "C", "S", "C" })
+  local ran, plan = run_epoch(node, p, params)
+  if #plan ~= 2 then return false, "steps " .. #plan end
+  local a, b = ran[1], ran[2]
+  table.sort(a)
+  table.sort(b)
+  local got = table.concat(a, ",") .. " " .. table.concat(b, ",")
+  return (got == "1,3 2,4" or got == "2,4 1,3") and #plan[1].jobs[1].cpus == 4, got
+end)
+-- an epoch cut after `cut` seconds of its first step (a job's instance ended
+-- and restarted: the engine asks again), then planned again
+local function cut_epoch(node, p, params, cut)
+  local snap = node:snapshot(params)
+  local plan = p.plan(snap)
+  local ok, err = fake.validate(snap, plan)
+  if not ok then error(err, 0) end
+  node:run { { duration = cut, jobs = plan[1].jobs } }
+  local snap2 = node:snapshot(params)
+  local plan2 = p.plan(snap2)
+  ok, err = fake.validate(snap2, plan2)
+  if not ok then error(err, 0) end
+  return plan, plan2
+end
+local function ids_of(step)
+  local l = {}
+  for _, e in ipairs(step.jobs) do l[#l + 1] = e.id end
+  table.sort(l)
+  return table.concat(l, ",")
+end
+check("flca: an epoch cut by a restart is continued: the round in progress for its time left, then the next", function()
+  local p, params = load_policy("flca", { characterize = "no" })
+  local node = classes_node(8, 1, { "S", "C", "N", "C", "S", "N" })
+  local plan, plan2 = cut_epoch(node, p, params, 0.05)
+  if #plan2 ~= 2 then return false, "steps after the cut " .. #plan2 end
+  local same = ids_of(plan2[1]) == ids_of(plan[1]) and ids_of(plan2[2]) == ids_of(plan[2])
+  return same and near(plan2[1].duration, 0.15) and near(plan2[2].duration, 0.2),
+    ("%s/%s %s/%s d=%s"):format(ids_of(plan[1]), ids_of(plan2[1]), ids_of(plan[2]), ids_of(plan2[2]), plan2[1].duration)
+end)
+check("flca: continue_epoch = no selects anew at the cut (the old behaviour)", function()
+  local p, params = load_policy("flca", { characterize = "no", continue_epoch = "no" })
+  local node = classes_node(8, 1, { "S", "C", "N", "C", "S", "N" })
+  local plan, plan2 = cut_epoch(node, p, params, 0.05)
+  -- a new selection of the 4 oldest: 2, 4, 5, 6 (1 and 3 just ran), which
+  -- the continued epoch (1,3 then 2,4) would not run
+  local all = {}
+  for _, st in ipairs(plan2) do all[#all + 1] = ids_of(st) end
+  local got = table.concat(all, " ")
+  return got == "2,4 5,6", ids_of(plan[1]) .. " then " .. got
+end)
+check("flca: a job that leaves mid-epoch is taken out; its partner keeps the pair's group", function()
+  local p, params = load_policy("flca", { characterize = "no" })
+  local node = classes_node(8, 1, { "S", "C", "N", "C", "S", "N" })
+  local snap = node:snapshot(params)
+  local plan = p.plan(snap)
+  node:run { { duration = 0.05, jobs = plan[1].jobs } }
+  local gone = plan[1].jobs[1].id
+  node:remove(gone)
+  local snap2 = node:snapshot(params)
+  local plan2 = p.plan(snap2)
+  local ok, err = fake.validate(snap2, plan2)
+  if not ok then return false, err end
+  local left = plan2[1].jobs
+  return #plan2 == 2 and #left == 1 and left[1].id ~= gone and #left[1].cpus == 8
+     and ids_of(plan2[2]) == ids_of(plan[2]), ids_of(plan2[1]) .. " " .. #left[1].cpus
+end)
+check("flca: CP against IPC_standalone by default (the paper), cp_ref = nearest against IPC_folded", function()
+  for _, ref in ipairs { "standalone", "nearest" } do
+    local p, params = load_policy("flca", { characterize = "no", cp_ref = ref })
+    if not p then return false end
+  end
+  return not pcall(load_policy, "flca", { cp_ref = "folded" })
 end)
 check("fop: the two oldest run folded; CP rewards the slowed job", function()
   local p, params = load_policy("fop", { characterize = "no" })
