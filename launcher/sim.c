@@ -18,8 +18,10 @@
  *   whose threads share cores with other jobs' threads waits at its
  *   barriers for preempted members: x 1/(1 + sync (1 - g + imbalance)),
  *   g = e_j / min(T, |C|).  Threads of its own folded onto fewer cores
- *   (T > |C|): x (1 - fold_loss).  Scaling: Amdahl speedup sp(k) with
- *   parallel fraction `scaling`, relative to sp(r).
+ *   (T > |C|): x (1 - fold_loss).  Scaling: per CPU second, sp(l)/l over
+ *   the team's lanes l = min(T, |C|) (Amdahl speedup sp with parallel
+ *   fraction `scaling`), relative to sp(r)/r; not over e, since sharing a
+ *   core slows the serial part (one thread) as much as the parallel part.
  *
  *   analytic: CPI = cpi0 + m' L / mlp per running thread; m' = memory lines
  *   per instruction = m + (1 - keep) h, h = LLC hit lines per instruction,
@@ -1073,9 +1075,14 @@ static void evaluate(struct cs_sim *s, struct cfg *c)
             w.wl[k * nl + D] /= c->e[k];
         for (int N = 0; N < nn; N++)
             w.wn[k * nn + N] /= c->e[k];
-        double alone = sj->threads < ncores[k] ? sj->threads : ncores[k];
-        double g = c->e[k] / alone;
-        double par = (speedup(p->scaling, c->e[k]) / c->e[k]) / (speedup(p->scaling, sj->ref) / sj->ref);
+        /* Amdahl per unit of CPU over the team's lanes (threads that can run
+         * at once), not over e: time slicing stretches the serial part (one
+         * thread, one lane's share of the CPU) as much as the parallel part,
+         * so a share of many cores is worth no more per CPU second than the
+         * same CPU as whole cores (README "linux"). */
+        double lanes = sj->threads < ncores[k] ? sj->threads : ncores[k];
+        double g = c->e[k] / lanes;
+        double par = (speedup(p->scaling, lanes) / lanes) / (speedup(p->scaling, sj->ref) / sj->ref);
         if (sj->threads > ncores[k]) {
             double over = (double)sj->threads / ncores[k] - 1;
             par *= 1 - p->fold_loss * (over < 1 ? over : 1);

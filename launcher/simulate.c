@@ -508,6 +508,9 @@ out:
  *   pairs = slowdown of each app beside each other, both folded on half the
  *           cores (TFT), relative to folded alone, averaged per class pair
  *           (paper 001 Fig. 4: imposed along the columns, suffered along the rows);
+ *   gang  = throughput of each app beside each other relative to gang (half
+ *           the time alone on all cores), folded (TFT) and both on all cores
+ *           under the linux model, per class of the app (paper 001 Fig. 7);
  *   cfs   = pace (instructions per CPU cycle / alone) of each app sharing all
  *           cores with stream, jacobi or 3mm under the linux model (Sec. 4.3, Fig. 8).
  */
@@ -519,21 +522,22 @@ static int calibrate(struct setup *su)
     hwloc_bitmap_t h0 = half_cpus(su, 0), h1 = half_cpus(su, 1);
     double *full = calloc(n > 0 ? (size_t)n : 1, sizeof *full), *half = calloc(n > 0 ? (size_t)n : 1, sizeof *half);
     double sum[3][3] = { { 0 } }, cnt[3][3] = { { 0 } };
+    /* per app: mean throughput / gang's over its co-runners, [TFT, linux] */
+    double *asum = calloc(n > 0 ? 2 * (size_t)n : 1, sizeof *asum), *acnt = calloc(n > 0 ? (size_t)n : 1, sizeof *acnt);
+    /* per class of the suffering app: [TFT, linux] sum, min, max, and the count */
+    double gsum[3][2] = { { 0 } }, gmin[3][2], gmax[3][2] = { { 0 } }, gcnt[3] = { 0 };
     const char *cls = "SCN";
     int rc = -1;
 
     for (int i = 0; i < n; i++)
         if (cs_sim_add_job(s, jobs[i], su->w[i].app, su->w[i].home) < 0)
             goto out;
-    printf("%-12s %5s %9s %9s %7s\n", "app", "class", "alone/s", "folded/s", "fold");
     for (int i = 0; i < n; i++) {
         int id = i + 1;
         hwloc_const_bitmap_t c[1] = { su->managed };
         cs_sim_steady(s, &id, c, 1, &full[i]);
         c[0] = h0;
         cs_sim_steady(s, &id, c, 1, &half[i]);
-        printf("%-12s %5c %9.4f %9.4f %7.3f\n", jobs[i]->name, su->w[i].app->cls ? su->w[i].app->cls : '-',
-               full[i], half[i], full[i] > 0 ? half[i] / full[i] : 0);
     }
     for (int i = 0; i < n; i++)
         for (int k = 0; k < n; k++) {
@@ -546,7 +550,28 @@ static int calibrate(struct setup *su)
             int a = (int)(strchr(cls, su->w[i].app->cls) - cls), b = (int)(strchr(cls, su->w[k].app->cls) - cls);
             sum[a][b] += r[0] > 0 ? half[i] / r[0] : 0;
             cnt[a][b]++;
+            /* gang gives each of the pair half the time alone on all cores */
+            double g[2] = { r[0] / (full[i] / 2), 0 };
+            hwloc_const_bitmap_t all[2] = { su->managed, su->managed };
+            cs_sim_steady(s, ids, all, 2, r);
+            g[1] = r[0] / (full[i] / 2);
+            for (int m = 0; m < 2; m++) {
+                gsum[a][m] += g[m];
+                if (!gcnt[a] || g[m] < gmin[a][m])
+                    gmin[a][m] = g[m];
+                if (g[m] > gmax[a][m])
+                    gmax[a][m] = g[m];
+                asum[i * 2 + m] += g[m];
+            }
+            gcnt[a]++;
+            acnt[i]++;
         }
+    printf("%-12s %5s %9s %9s %7s %9s %9s\n", "app", "class", "alone/s", "folded/s", "fold", "TFT/gang",
+           "linux/gang");
+    for (int i = 0; i < n; i++)
+        printf("%-12s %5c %9.4f %9.4f %7.3f %9.3f %9.3f\n", jobs[i]->name,
+               su->w[i].app->cls ? su->w[i].app->cls : '-', full[i], half[i], full[i] > 0 ? half[i] / full[i] : 0,
+               acnt[i] ? asum[i * 2] / acnt[i] : NAN, acnt[i] ? asum[i * 2 + 1] / acnt[i] : NAN);
     printf("\nmean slowdown beside a co-runner, both folded (TFT); row suffers, column imposes\n%8s", "");
     for (int b = 0; b < 3; b++)
         printf(" %7c", cls[b]);
@@ -555,6 +580,15 @@ static int calibrate(struct setup *su)
         printf("%8c", cls[a]);
         for (int b = 0; b < 3; b++)
             printf(" %7.3f", cnt[a][b] ? sum[a][b] / cnt[a][b] : NAN);
+        printf("\n");
+    }
+    printf("\nthroughput / gang's beside a co-runner (row: the app's class); folded (TFT), all cores (linux)\n"
+           "%8s %7s %7s %7s %7s %7s %7s\n", "", "TFT", "min", "max", "linux", "min", "max");
+    for (int a = 0; a < 3; a++) {
+        printf("%8c", cls[a]);
+        for (int m = 0; m < 2; m++)
+            printf(" %7.3f %7.3f %7.3f", gcnt[a] ? gsum[a][m] / gcnt[a] : NAN, gcnt[a] ? gmin[a][m] : NAN,
+                   gcnt[a] ? gmax[a][m] : NAN);
         printf("\n");
     }
     static const char *const hogs[] = { "stream", "jacobi", "3mm" };
@@ -587,6 +621,8 @@ static int calibrate(struct setup *su)
 out:
     free(full);
     free(half);
+    free(asum);
+    free(acnt);
     hwloc_bitmap_free(h0);
     hwloc_bitmap_free(h1);
     cs_sim_free(s);

@@ -212,7 +212,7 @@ EOF
     done
 }
 
-@test "simulate: the linux model charges oversubscription; folding costs S little and N nearly 2x (calibration tables)" {
+@test "simulate: folding costs S little and N nearly 2x; S hurts most and C suffers most (calibration tables)" {
     simulate --node paper001 --apps table2 --calibrate
     [ "$status" -eq 0 ] || { echo "$output $stderr"; return 1; }
     echo "$output" > cal.txt
@@ -232,13 +232,70 @@ m = {l.split()[0]: [float(x) for x in l.split()[1:]] for l in lines[i + 2:i + 5]
 assert m["C"][0] > max(m["C"][1], m["C"][2]) and m["S"][0] > m["S"][2], m
 assert m["C"][0] >= m["S"][0] and m["C"][0] > m["N"][0], m
 assert max(m["N"]) < 1.1 and m["S"][2] < 1.1 and m["C"][2] < 1.1, m
-j = lines.index(next(l for l in lines if l.startswith("pace")))
-pace = {l.split()[0]: l.split()[1:] for l in lines[j + 2:] if l.strip()}
-for app in ("jacobi", "syrk"):
-    assert 0.35 < float(pace[app][0]) < 0.65, (app, pace[app])
-for app in ("ep", "doitgen"):
-    assert float(pace[app][0]) > 0.9, (app, pace[app])
 print("ok")
+EOF
+    echo "$output"
+    [ "$status" -eq 0 ]
+}
+
+# The linux layer against paper 001.  Both tests fail with the layer's former
+# scaling term, Amdahl over the job's CPU share e instead of over its lanes
+# min(threads, cores): it gave S apps (p = 0.5) 1.8x their per-CPU efficiency
+# when two teams share all cores (S under linux 1.52 of gang, jacobi beside
+# 3mm at pace 1.46).
+
+@test "simulate: paper 001 Fig. 7 - in pairs, linux gives S apps no improvement over gang, unlike folding" {
+    simulate --node paper001 --apps table2 --calibrate
+    [ "$status" -eq 0 ] || { echo "$output $stderr"; return 1; }
+    echo "$output" > cal.txt
+    run python3 - cal.txt <<'EOF'
+import sys
+lines = open(sys.argv[1]).read().split("\n")
+# per app: throughput beside each co-runner / gang's, mean over the 18; [TFT, linux]
+app = {w[0]: (w[1], float(w[5]), float(w[6])) for w in (l.split() for l in lines[1:20])}
+i = lines.index(next(l for l in lines if l.startswith("throughput / gang")))
+# per class: TFT mean min max, linux mean min max
+g = {l.split()[0]: [float(x) for x in l.split()[1:]] for l in lines[i + 2:i + 5]}
+# "By folding the threads [...] we manage to maintain and in some cases improve
+# the performance [...] CFS does not provide any similar improvements for S":
+# folding gives every S app well over gang; linux none of that, and S under
+# linux stays within [0.6, 1.0] of gang on average (no improvement; the
+# barrier cost of Fig. 8 takes up to 0.4)
+assert g["S"][0] > 1.4, g
+assert 0.6 <= g["S"][3] <= 1.0, g
+for a, (cls, tft, lin) in app.items():
+    if cls == "S":
+        assert lin < 1.3 and tft - lin > 0.3, (a, tft, lin)
+# "while still degrading the performance of many C applications"; N "may degrade"
+assert g["C"][3] < 1 and sum(1 for c, t, l in app.values() if c == "C" and l < 0.95) >= 8, (g, app)
+assert g["N"][4] < 0.95, g
+print("ok", g["S"], g["C"], g["N"])
+EOF
+    echo "$output"
+    [ "$status" -eq 0 ]
+}
+
+@test "simulate: paper 001 Fig. 8 - linux halves jacobi's pace beside stream and 3mm, ep and doitgen keep theirs" {
+    simulate --node paper001 --apps table2 --calibrate
+    [ "$status" -eq 0 ] || { echo "$output $stderr"; return 1; }
+    echo "$output" > cal.txt
+    run python3 - cal.txt <<'EOF'
+import sys
+lines = open(sys.argv[1]).read().split("\n")
+j = lines.index(next(l for l in lines if l.startswith("pace")))
+# pace (IPC per CPU cycle / alone) beside stream, jacobi, 3mm ("-": itself)
+pace = {l.split()[0]: l.split()[1:] for l in lines[j + 2:] if l.strip()}
+# "others, such as Jacobi and syrk, are severely affected by their co-runners
+# and their performance is halved": halved = pace in [0.35, 0.65] beside each
+# high-contention co-runner, [0.4, 0.6] on average; 3mm takes little memory
+# from jacobi, so beside it only the linux layer's barrier cost can halve it
+jac = [float(pace["jacobi"][0]), float(pace["jacobi"][2])]
+assert all(0.35 < x < 0.65 for x in jac) and 0.4 < sum(jac) / 2 < 0.6, jac
+assert 0.35 < float(pace["syrk"][0]) < 0.65, pace["syrk"]
+# "some applications, like EP and doitigen, progress at a similar pace to when running alone"
+for app in ("ep", "doitgen"):
+    assert all(float(x) > 0.9 for x in pace[app]), (app, pace[app])
+print("ok", pace["jacobi"], pace["syrk"])
 EOF
     echo "$output"
     [ "$status" -eq 0 ]
