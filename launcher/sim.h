@@ -112,7 +112,7 @@ double cs_sim_fraction(struct cs_sim *s, struct cs_job *j);
 double cs_sim_work(struct cs_sim *s, struct cs_job *j);
 
 /*
- * Steady rates without the engine (oracle, calibration): runs of job k per
+ * Steady rates without the engine (the bound, calibration): runs of job k per
  * virtual second when the jobs of ids[0..n-1] run together, job ids[i] on
  * the cores cpus[i] (bitmaps of PUs), nobody else; rates[i] out.  The phases
  * of an app are averaged over a run.  No randomness is drawn.

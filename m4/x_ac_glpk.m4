@@ -24,6 +24,7 @@ AC_DEFUN([X_AC_GLPK], [
       [AC_MSG_ERROR([--with-glpk was given but glpk.h/libglpk were not found (Debian: libglpk-dev)])])
   ])
   AS_IF([test "x$cs_have_glpk" = xyes], [AC_DEFINE([HAVE_GLPK], [1], [GLPK available (simulate --bound)])],
+    [test "x$with_glpk" = xcheck],
     [AC_MSG_WARN([GLPK not found: cosched simulate --bound will be unavailable (Debian: libglpk-dev)])])
   AC_SUBST([GLPK_CFLAGS]) AC_SUBST([GLPK_LIBS])
   AM_CONDITIONAL([HAVE_GLPK], [test "x$cs_have_glpk" = xyes])
