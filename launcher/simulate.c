@@ -243,6 +243,7 @@ struct setup {
     double noise, quantum, window;
     char **search;
     int nsearch;
+    int record;                /* --bound: record each run's configurations (cs_sim_record) */
 };
 
 static int run_policy(struct setup *su, const char *policy, const char *tracefile, struct result *r)
@@ -260,7 +261,8 @@ static int run_policy(struct setup *su, const char *policy, const char *tracefil
     e.njobs = su->n;
     e.run_id = strdup("sim");
     e.sim = cs_sim_new(su->node, su->apps, su->model, su->seed, su->noise, su->topo);
-    cs_sim_record(e.sim);
+    if (su->record)
+        cs_sim_record(e.sim);
     for (int i = 0; i < su->n; i++)
         if (cs_sim_add_job(e.sim, e.jobs[i], su->w[i].app, su->w[i].home) < 0)
             goto out;
@@ -788,6 +790,7 @@ int cs_cmd_simulate(int argc, char **argv)
             BAD("--bound: %s", why);
         if (su.n > BOUND_MAX_JOBS)
             BAD("--bound: at most %d jobs (%d given): the LP has a column per pair", BOUND_MAX_JOBS, su.n);
+        su.record = 1;
     }
 
     /* policies: every one must load before any runs */
