@@ -234,6 +234,21 @@ assert len(p0.findall(".//" + NS + "rect[@class=\"box\"]")) == len(pols) - 1
     assert_contains "$md" "**no data**"
     [[ $md != *"**agree**"* ]]
     assert_equal "$(($(wc -l < "$out/normalised.csv") - 1))" 12 "CSV rows (3 policies x 4 jobs)"
+    [[ $md != *"Above the bound"* ]]
+    # a bound below a policy (total 0.9 < flca's 1.075 and gang's 1.0) is listed as a defect
+    fx=$BATS_TEST_TMPDIR/fx
+    cp -r "$FIX" "$fx"
+    python3 - "$fx/raw/paper001/paper001-4-low-01.json" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["bound"]["total"]["value"] = 0.9
+json.dump(d, open(sys.argv[1], "w"))
+EOF
+    run "$EVAL" --from "$fx" --out "$BATS_TEST_TMPDIR/fx-out"
+    [ "$status" -eq 0 ]
+    md=$(cat "$BATS_TEST_TMPDIR/fx-out/EVALUATION.md")
+    assert_contains "$md" "**Above the bound**"
+    assert_contains "$md" "flca total 1.194444 in paper001-4-low-01, gang total 1.111111 in paper001-4-low-01"
 }
 
 @test "evaluate: bad usage exits 2 with a message" {
