@@ -699,6 +699,9 @@ struct cs_sim {
     int nj;
     struct sjob *j;
     int ncores, nllc, nnuma;
+    /* cs_sim_record: distinct configurations, the current one (-1 none) */
+    int rec, ncfgs, cur;
+    struct cs_sim_config *cfgs;
 };
 
 /* ---------------------------------------------------------------- PRNG */
@@ -859,6 +862,7 @@ void cs_sim_free(struct cs_sim *s)
             hwloc_bitmap_free(s->j[i].cpus);
     }
     free(s->j);
+    cs_sim_configs_free(s->cfgs, s->ncfgs);
     free(s);
 }
 
@@ -1202,6 +1206,72 @@ static void evaluate(struct cs_sim *s, struct cfg *c)
     free(w.rho);
 }
 
+/* ---------------------------------------------------------------- recording */
+
+/* Look the configuration of the n running jobs up (or add it); it is current
+ * from now on.  The key has everything evaluate() reads of a job: cores,
+ * phase, memory distribution (printed exactly, %a). */
+static void record_config(struct cs_sim *s, struct sjob **sjs, int n)
+{
+    size_t klen = 0, dlen = 0;
+    char *key = NULL, *desc = NULL;
+    FILE *kf = open_memstream(&key, &klen), *df = open_memstream(&desc, &dlen);
+
+    for (int k = 0; k < n; k++) {
+        char *cpus = NULL;
+        hwloc_bitmap_list_asprintf(&cpus, sjs[k]->cpus);
+        fprintf(kf, "%d@%s/p%d/m", sjs[k]->job->id, cpus ? cpus : "?", sjs[k]->phase);
+        for (int N = 0; N < s->nnuma; N++)
+            fprintf(kf, "%s%a", N ? "," : "", sjs[k]->mem[N]);
+        fputc(';', kf);
+        fprintf(df, "%s%s@%s", k ? " + " : "", sjs[k]->job->name, cpus ? cpus : "?");
+        free(cpus);
+    }
+    fclose(kf);
+    fclose(df);
+    for (s->cur = 0; s->cur < s->ncfgs; s->cur++)
+        if (strcmp(s->cfgs[s->cur].key, key) == 0) {
+            free(key);
+            free(desc);
+            return;
+        }
+    s->cfgs = realloc(s->cfgs, (s->ncfgs + 1) * sizeof *s->cfgs);
+    struct cs_sim_config *c = &s->cfgs[s->ncfgs++];
+    c->key = key;
+    c->desc = desc;
+    c->seconds = 0;
+    c->runs = calloc(s->nj ? s->nj : 1, sizeof *c->runs);
+    for (int k = 0; k < n; k++)
+        c->runs[sjs[k]->job->id - 1] = sjs[k]->work > 0 ? sjs[k]->rate / sjs[k]->work : 0;
+}
+
+void cs_sim_record(struct cs_sim *s)
+{
+    s->rec = 1;
+    s->cur = -1;
+    s->dirty = 1;
+}
+
+struct cs_sim_config *cs_sim_take_configs(struct cs_sim *s, int *n)
+{
+    struct cs_sim_config *c = s->cfgs;
+    *n = s->ncfgs;
+    s->cfgs = NULL;
+    s->ncfgs = 0;
+    s->cur = -1;
+    return c;
+}
+
+void cs_sim_configs_free(struct cs_sim_config *c, int n)
+{
+    for (int i = 0; i < n; i++) {
+        free(c[i].key);
+        free(c[i].desc);
+        free(c[i].runs);
+    }
+    free(c);
+}
+
 /* Rates of the engine's current configuration into the jobs. */
 static void evaluate_now(struct cs_sim *s)
 {
@@ -1230,6 +1300,8 @@ static void evaluate_now(struct cs_sim *s)
         memcpy(sjs[k]->cr, cr[k], sizeof cr[k]);
     }
     s->dirty = 0;
+    if (s->rec)
+        record_config(s, sjs, n);
 }
 
 int cs_sim_steady(struct cs_sim *s, const int *ids, hwloc_const_bitmap_t const *cpus, int n, double *rates)
@@ -1426,6 +1498,8 @@ int cs_sim_advance(struct cs_sim *s, double until, struct cs_job **ended)
             for (int v = 0; v < CS_SIM_NEVENTS; v++)
                 sj->acc[v] += sj->cr[v] * dt;
         }
+        if (s->rec && s->cur >= 0)
+            s->cfgs[s->cur].seconds += (until - s->now <= dt) ? until - s->now : dt;
         s->now = (until - s->now <= dt) ? until : s->now + dt;
         for (int i = 0; i < s->nj; i++) {
             struct sjob *sj = &s->j[i];

@@ -112,11 +112,53 @@ double cs_sim_fraction(struct cs_sim *s, struct cs_job *j);
 double cs_sim_work(struct cs_sim *s, struct cs_job *j);
 
 /*
- * Steady rates without the engine (oracle, calibration): runs of job k per
+ * Steady rates without the engine (the bound, calibration): runs of job k per
  * virtual second when the jobs of ids[0..n-1] run together, job ids[i] on
  * the cores cpus[i] (bitmaps of PUs), nobody else; rates[i] out.  The phases
  * of an app are averaged over a run.  No randomness is drawn.
  */
 int cs_sim_steady(struct cs_sim *s, const int *ids, hwloc_const_bitmap_t const *cpus, int n, double *rates);
+
+/*
+ * Configurations a run went through (the bound of `cosched simulate --bound`
+ * puts every one of them among its LP's columns, so that no policy can beat
+ * it).  A configuration is the model's, not a step's plan: the running (live,
+ * thawed, placed on cores) instances, each with its cores, its phase and
+ * where its memory is -- everything the rates depend on.  The model changes
+ * configuration only through the control backend, an instance starting or
+ * ending, or a phase boundary, and re-evaluates then; cs_sim_record() makes
+ * that re-evaluation also look the configuration up (by its canonical key)
+ * in a list of distinct ones and charge it the virtual time until the next
+ * change.  Frozen time with nothing running is the configuration "".
+ *
+ *   cs_sim_record(s)                    before the run (cs_engine_run)
+ *   cs_sim_take_configs(s, &n)          after it: the list, the caller owns
+ *   cs_sim_configs_free(c, n)
+ */
+struct cs_sim_config {
+    char *key;        /* "ID@CPUS/pPHASE/mMEM,MEM;..." of the running jobs, in id order */
+    char *desc;       /* "NAME@CPUS + NAME@CPUS" for people */
+    double seconds;   /* virtual time spent in it */
+    double *runs;     /* [job id - 1]: runs/s (instructions/s over instructions per run), 0 not running */
+};
+void cs_sim_record(struct cs_sim *s);
+struct cs_sim_config *cs_sim_take_configs(struct cs_sim *s, int *n);
+void cs_sim_configs_free(struct cs_sim_config *c, int n);
+
+/*
+ * The linear programs of the bound (lp.c, solved by GLPK's simplex).
+ * r[c * nj + j] >= 0: job j's normalised rate in configuration c of nc;
+ * variables x_c >= 0 with sum_c x_c = 1 (time fractions); y_j = sum_c x_c r_cj.
+ *   CS_LP_TOTAL   maximise sum_j y_j
+ *   CS_LP_FAIR    maximise sum_j y_j subject to y_j >= floor[j] for every j
+ *   CS_LP_MAXMIN  maximise t subject to y_j >= t for every j
+ * 0 with *value, x[nc] and y[nj] set; -1 after cs_err() when the program is
+ * infeasible, the solver fails, or cosched was built without GLPK
+ * (cs_lp_available() says so beforehand, with the reason in why).
+ */
+enum cs_lp_kind { CS_LP_TOTAL, CS_LP_FAIR, CS_LP_MAXMIN };
+int cs_lp_available(char *why, size_t len);
+int cs_lp_bound(enum cs_lp_kind kind, int nj, int nc, const double *r, const double *floor_, double *value,
+                double *x, double *y);
 
 #endif

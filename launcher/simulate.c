@@ -5,7 +5,7 @@
  *
  *   cosched simulate --node FILE|NAME --apps FILE|NAME (--workload FILE | --mix APP,APP,...)
  *                    --policy P1,P2,... [--model analytic|empirical] [--window SECONDS]
- *                    [--quantum DUR] [--seed N] [--noise FRACTION] [--trace FILE] [--json] [--oracle]
+ *                    [--quantum DUR] [--seed N] [--noise FRACTION] [--trace FILE] [--json] [--bound]
  *
  * Everything is checked before the first policy runs; a bad input is one
  * message and exit status 2.  Each policy gets a fresh model (same seed), a
@@ -16,12 +16,19 @@
  *   {"node": NAME, "apps": NAME, "model": M, "seed": N, "window": S, "quantum": Q,
  *    "results": [{"policy": P, "virtual_s": .., "wall_s": .., "steps": ..,
  *                 "jobs": [{"id": .., "app": .., "completions": .., "throughput": .., "cpu_s": ..
- *                           [, "class": "S|C|N" when the policy characterized it]}]}],
- *    "oracle": {"throughput": {"ID": ..}, "total": .., "schedule": "..", "standalone": {"ID": ..}}}
+ *                           [, "class": "S|C|N" when the policy characterized it]}]
+ *                 [, "configurations": N, "recorded_total": ..]}],
+ *    "bound": {"configurations": N, "recorded": N, "standalone": {"ID": ..}, "floor": 1/n,
+ *              "total"|"fair"|"maxmin": {"value": .., "sum": .., "normalised": {"ID": ..}, "schedule": ".."}}}
  * completions = finished runs + the fraction of the run cut by the window;
- * throughput = completions per virtual second; "oracle" only with --oracle
- * ("standalone": each job's runs per second alone on the node, the unit of
- * the oracle's total normalised throughput).
+ * throughput = completions per virtual second.  With --bound (compute_bound
+ * says what the programs are): "standalone" = each job's runs/s alone on the
+ * node, the unit of every normalised throughput; "value" = the program's
+ * optimum (total, fair: a sum of normalised throughputs; maxmin: the least
+ * job's), "sum" = the sum at that optimum; per result "recorded_total" = the
+ * run's own total normalised throughput from the configurations it went
+ * through (equal to its completions' up to rounding: the check that the
+ * bound saw the run).
  */
 #include "config.h"
 #include <errno.h>
@@ -40,7 +47,7 @@
 
 enum {
     O_NODE = 256, O_APPS, O_WORKLOAD, O_MIX, O_POLICY, O_MODEL, O_WINDOW, O_QUANTUM, O_SEED, O_NOISE,
-    O_TRACE, O_JSON, O_ORACLE, O_POLICY_PATH, O_VERBOSE, O_QUIET, O_HELP, O_CALIBRATE,
+    O_TRACE, O_JSON, O_BOUND, O_ORACLE, O_POLICY_PATH, O_VERBOSE, O_QUIET, O_HELP, O_CALIBRATE,
 };
 
 static const struct {
@@ -60,7 +67,8 @@ static const struct {
     { "noise", 1, O_NOISE, "FRACTION", "relative noise on every simulated count, 0 to 1 (default 0)" },
     { "trace", 1, O_TRACE, "FILE", "trace as cosched run writes it (several policies: FILE.POLICY)" },
     { "json", 0, O_JSON, NULL, "print one JSON document on stdout" },
-    { "oracle", 0, O_ORACLE, NULL, "also the best pairing/folding schedule the model allows (at most 8 jobs exactly)" },
+    { "bound", 0, O_BOUND, NULL, "also the upper bounds of the LP over configurations (at most 64 jobs; needs GLPK)" },
+    { "oracle", 0, O_ORACLE, NULL, "the old name of --bound (the pairing oracle it replaced was no bound)" },
     { "calibrate", 0, O_CALIBRATE, NULL, "print the model's calibration tables for the apps (no policy runs)" },
     { "policy-path", 1, O_POLICY_PATH, "DIR", "look for policies in DIR first (repeatable)" },
     { "verbose", 0, O_VERBOSE, NULL, "more messages (repeat for debug)" },
@@ -77,8 +85,12 @@ static void help(void)
            "--policy P1,P2,... [options]\n\noptions:\n");
     for (size_t i = 0; i < NOPTS; i++) {
         char left[64];
+        char why[160];
         snprintf(left, sizeof left, "--%s%s%s", opts[i].name, opts[i].arg ? " " : "", opts[i].arg ? opts[i].arg : "");
-        printf("  %-26s %s\n", left, opts[i].help);
+        printf("  %-26s %s", left, opts[i].help);
+        if (opts[i].id == O_BOUND && !cs_lp_available(why, sizeof why))
+            printf(" (unavailable: built without GLPK)");
+        printf("\n");
     }
 }
 
@@ -187,6 +199,8 @@ struct result {
     int status;
     double *completions, *cpu_s;
     char *cls;                 /* per job: the class its characterization found, 0 none */
+    struct cs_sim_config *cfgs;   /* the model configurations the run went through (the bound's columns) */
+    int ncfgs;
 };
 
 static double wall_now(void)
@@ -229,6 +243,7 @@ struct setup {
     double noise, quantum, window;
     char **search;
     int nsearch;
+    int record;                /* --bound: record each run's configurations (cs_sim_record) */
 };
 
 static int run_policy(struct setup *su, const char *policy, const char *tracefile, struct result *r)
@@ -246,6 +261,8 @@ static int run_policy(struct setup *su, const char *policy, const char *tracefil
     e.njobs = su->n;
     e.run_id = strdup("sim");
     e.sim = cs_sim_new(su->node, su->apps, su->model, su->seed, su->noise, su->topo);
+    if (su->record)
+        cs_sim_record(e.sim);
     for (int i = 0; i < su->n; i++)
         if (cs_sim_add_job(e.sim, e.jobs[i], su->w[i].app, su->w[i].home) < 0)
             goto out;
@@ -270,6 +287,7 @@ static int run_policy(struct setup *su, const char *policy, const char *tracefil
         r->cpu_s[i] = j->cpu_ns * 1e-9;
         r->cls[i] = j->result ? j->result->cls : 0;
     }
+    r->cfgs = cs_sim_take_configs(e.sim, &r->ncfgs);
     rc = 0;
 out:
     if (e.trace)
@@ -284,14 +302,45 @@ out:
     return rc;
 }
 
-/* ---------------------------------------------------------------- oracle */
+/* ---------------------------------------------------------------- bound */
 
-struct oracle {
-    int n, ngroups;
-    double *thr, *standalone, total;
-    char *schedule;
-    int exact;
+/*
+ * --bound: an upper bound on what any schedule can get from the model for
+ * this workload, as linear programs over the time fractions x_c of node
+ * configurations c (lp.c; share/sim/README.md "The bound" states them):
+ *
+ *   r_jc = runs/s of job j in configuration c / runs/s of j alone on all the
+ *          cores (its "standalone" rate; both from the model, no noise)
+ *   y_j  = sum_c x_c r_jc, the normalised throughput of j; sum_c x_c = 1
+ *   total   max sum_j y_j                         (no constraint)
+ *   fair    max sum_j y_j with y_j >= 1/n         (plain gang: alone, 1/n of the time)
+ *   maxmin  max t with y_j >= t                   (the least job)
+ *
+ * The configurations: every job alone on all the cores and on either half;
+ * every pair folded (one half each, both ways round) and unfolded (both on
+ * all the cores); all the jobs on all the cores (the linux baseline); and
+ * every configuration any policy of this invocation went through
+ * (cs_sim_record: cores, phase and memory of each running instance, with the
+ * rates the run had).  A run's normalised throughputs are exactly
+ * sum_c (its seconds in c / its length) r_jc, a point of the LP's feasible
+ * set, so "total" is above every policy that ran, "maxmin" above each one's
+ * least job, and "fair" above each one that gives every job at least 1/n.
+ * The generated configurations use steady rates (phases averaged over a
+ * run, memory where first touch puts it: cs_sim_steady); the recorded ones
+ * the phase they were in, which makes the bound looser, never wrong, for
+ * apps with phases.
+ */
+
+#define BOUND_MAX_JOBS 64
+
+struct bound {
+    int n, ncols, nrecorded;
+    double *standalone;          /* [i] runs/s alone on all the cores */
+    double floor;                /* fair: 1/n */
+    struct { double value, sum, *y; char *schedule; } lp[3];   /* by enum cs_lp_kind */
 };
+
+static const char *const lp_name[3] = { "total", "fair", "maxmin" };
 
 /* The first (half 0) or second (half 1) half of the managed cores, in topology order. */
 static hwloc_bitmap_t half_cpus(const struct setup *su, int half)
@@ -311,192 +360,181 @@ static hwloc_bitmap_t half_cpus(const struct setup *su, int half)
     return b;
 }
 
-static int cmp_desc(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? 1 : x > y ? -1 : 0;
-}
-
-struct osearch {
-    int n;
-    double *single;      /* [i] best normalised rate alone (full or half cores) */
-    int *single_half;    /* [i] 1 if that best is on half the cores */
-    double *pair;        /* [i*n+k] normalised rate of i beside k (i on half 0, k on half 1) */
-    int *group;          /* current partition: partner of i, or i itself */
-    int *best;
-    double best_val;
+struct columns {
+    int n, ncols;
+    double *r;                   /* [c * n + j] normalised */
+    char **desc;
 };
 
-static void enumerate(struct osearch *o, int *used, int ngroups, double sum)
+static void add_column(struct columns *cl, const double *r, char *desc)
 {
-    int i = 0;
-    while (i < o->n && used[i])
-        i++;
-    if (i == o->n) {
-        double v = sum / ngroups;
-        if (v > o->best_val + 1e-12) {
-            o->best_val = v;
-            memcpy(o->best, o->group, o->n * sizeof *o->best);
-        }
-        return;
-    }
-    used[i] = 1;
-    o->group[i] = i;
-    enumerate(o, used, ngroups + 1, sum + o->single[i]);
-    for (int k = i + 1; k < o->n; k++) {
-        if (used[k])
-            continue;
-        used[k] = 1;
-        o->group[i] = k;
-        o->group[k] = i;
-        enumerate(o, used, ngroups + 1, sum + o->pair[i * o->n + k] + o->pair[k * o->n + i]);
-        used[k] = 0;
-    }
-    used[i] = 0;
+    cl->r = realloc(cl->r, (size_t)(cl->ncols + 1) * cl->n * sizeof *cl->r);
+    cl->desc = realloc(cl->desc, (cl->ncols + 1) * sizeof *cl->desc);
+    memcpy(cl->r + (size_t)cl->ncols * cl->n, r, cl->n * sizeof *r);
+    cl->desc[cl->ncols++] = desc;
 }
 
-static int compute_oracle(struct setup *su, struct oracle *or_)
+/* A configuration of m jobs (0-based idx[], on cpus[]) at the model's steady rates. */
+static void steady_column(struct columns *cl, struct cs_sim *s, struct cs_job **jobs, const double *standalone,
+                          const int *idx, hwloc_const_bitmap_t const *cpus, int m)
+{
+    int ids[m];
+    double rates[m], r[cl->n];
+    size_t len = 0;
+    char *desc = NULL;
+    FILE *df = open_memstream(&desc, &len);
+
+    memset(r, 0, sizeof r);
+    for (int k = 0; k < m; k++)
+        ids[k] = idx[k] + 1;
+    cs_sim_steady(s, ids, cpus, m, rates);
+    for (int k = 0; k < m; k++) {
+        char *list = NULL;
+        r[idx[k]] = rates[k] / standalone[idx[k]];
+        hwloc_bitmap_list_asprintf(&list, cpus[k]);
+        fprintf(df, "%s%s@%s", k ? " + " : "", jobs[idx[k]]->name, list ? list : "?");
+        free(list);
+    }
+    fclose(df);
+    add_column(cl, r, desc);
+}
+
+struct xsort { double x; int c; };
+
+static int cmp_x(const void *a, const void *b)
+{
+    const struct xsort *p = a, *q = b;
+    return p->x < q->x ? 1 : p->x > q->x ? -1 : p->c - q->c;
+}
+
+/* "FRACTION [CONFIG]; ..." of the configurations the optimum uses, largest first. */
+static char *schedule_text(const struct columns *cl, const double *x)
+{
+    struct xsort *xs = calloc(cl->ncols ? cl->ncols : 1, sizeof *xs);
+    int m = 0;
+    size_t len = 0;
+    char *text = NULL;
+    FILE *f = open_memstream(&text, &len);
+
+    for (int c = 0; c < cl->ncols; c++)
+        if (x[c] > 1e-7)
+            xs[m++] = (struct xsort){ x[c], c };
+    qsort(xs, m, sizeof *xs, cmp_x);
+    for (int k = 0; k < m && k < 16; k++)
+        fprintf(f, "%s%.4f [%s]", k ? "; " : "", xs[k].x, *cl->desc[xs[k].c] ? cl->desc[xs[k].c] : "idle");
+    if (m > 16)
+        fprintf(f, "; and %d more", m - 16);
+    fclose(f);
+    free(xs);
+    return text;
+}
+
+static int compute_bound(struct setup *su, struct result *res, int npols, struct bound *bd)
 {
     int n = su->n;
     struct cs_job **jobs = make_jobs(su->w, n);
     struct cs_sim *s = cs_sim_new(su->node, su->apps, su->model, su->seed, 0, su->topo);
-    hwloc_bitmap_t h0 = half_cpus(su, 0), h1 = half_cpus(su, 1);
-    struct osearch o = { .n = n };
-    int rc = -1;
+    hwloc_bitmap_t h[2] = { half_cpus(su, 0), half_cpus(su, 1) };
+    struct columns cl = { .n = n };
+    double *x = NULL;
+    char **keys = NULL;
+    int nkeys = 0, rc = -1;
 
     for (int i = 0; i < n; i++)
         if (cs_sim_add_job(s, jobs[i], su->w[i].app, su->w[i].home) < 0)
             goto out;
-    or_->n = n;
-    or_->thr = calloc(n, sizeof *or_->thr);
-    or_->standalone = calloc(n, sizeof *or_->standalone);
-    o.single = calloc(n, sizeof *o.single);
-    o.single_half = calloc(n, sizeof *o.single_half);
-    o.pair = calloc((size_t)n * n, sizeof *o.pair);
-    o.group = calloc(n, sizeof *o.group);
-    o.best = calloc(n, sizeof *o.best);
+    bd->n = n;
+    bd->floor = 1.0 / n;
+    bd->standalone = calloc(n, sizeof *bd->standalone);
     for (int i = 0; i < n; i++) {
         int id = i + 1;
-        double full, half;
         hwloc_const_bitmap_t c[1] = { su->managed };
-        cs_sim_steady(s, &id, c, 1, &full);
-        c[0] = h0;
-        cs_sim_steady(s, &id, c, 1, &half);
-        or_->standalone[i] = full;
-        if (full <= 0) {
-            cs_err("oracle: job %d (%s) makes no progress alone on the node", id, su->w[i].app->name);
+        cs_sim_steady(s, &id, c, 1, &bd->standalone[i]);
+        if (bd->standalone[i] <= 0) {
+            cs_err("bound: job %d (%s) makes no progress alone on the node", id, su->w[i].app->name);
             goto out;
         }
-        o.single[i] = (half > full ? half : full) / full;
-        o.single_half[i] = half > full;
+    }
+    for (int i = 0; i < n; i++) {
+        hwloc_const_bitmap_t c[3] = { su->managed, h[0], h[1] };
+        for (int v = 0; v < 3; v++)
+            steady_column(&cl, s, jobs, bd->standalone, &i, &c[v], 1);
     }
     for (int i = 0; i < n; i++)
         for (int k = i + 1; k < n; k++) {
-            int ids[2] = { i + 1, k + 1 };
-            hwloc_const_bitmap_t c[2] = { h0, h1 };
-            double r[2];
-            cs_sim_steady(s, ids, c, 2, r);
-            o.pair[i * n + k] = r[0] / or_->standalone[i];
-            o.pair[k * n + i] = r[1] / or_->standalone[k];
+            int idx[2] = { i, k };
+            hwloc_const_bitmap_t folded[2] = { h[0], h[1] }, swapped[2] = { h[1], h[0] },
+                                 shared[2] = { su->managed, su->managed };
+            steady_column(&cl, s, jobs, bd->standalone, idx, folded, 2);
+            steady_column(&cl, s, jobs, bd->standalone, idx, swapped, 2);
+            steady_column(&cl, s, jobs, bd->standalone, idx, shared, 2);
         }
-    size_t len = 64 + (size_t)n * 160;
-    or_->schedule = calloc(1, len);
-    if (n <= 8) {
-        int used[n];
-        memset(used, 0, sizeof used);
-        o.best_val = -1;
-        enumerate(&o, used, 0, 0);
-        int G = 0;
+    if (n > 2) {
+        int idx[n];
+        hwloc_const_bitmap_t all[n];
         for (int i = 0; i < n; i++)
-            G += o.best[i] >= i;
-        or_->ngroups = G;
-        or_->exact = 1;
-        or_->total = o.best_val;
-        snprintf(or_->schedule, len, "round robin over %d configuration(s), one per quantum:", G);
-        for (int i = 0; i < n; i++) {
-            int k = o.best[i];
-            if (k == i) {
-                or_->thr[i] = o.single[i] * or_->standalone[i] / G;
-                snprintf(or_->schedule + strlen(or_->schedule), len - strlen(or_->schedule), " [%s alone on %s]",
-                         jobs[i]->name, o.single_half[i] ? "half the cores" : "all cores");
-            } else {
-                or_->thr[i] = o.pair[i * n + k] * or_->standalone[i] / G;
-                if (k > i)
-                    snprintf(or_->schedule + strlen(or_->schedule), len - strlen(or_->schedule),
-                             " [%s + %s, folded on half the cores each]", jobs[i]->name, jobs[k]->name);
-            }
-        }
-    } else {
-        /* too many partitions: an upper bound.  A partition with p pairs has
-         * n - p groups and a total of at most the p largest pair values plus
-         * the n - 2p largest single values (pairs need not be disjoint in the
-         * bound), divided by n - p; the bound is the largest over p.  The
-         * per-job throughputs are those of a greedy pairing (feasible). */
-        int np = n * (n - 1) / 2, q = 0;
-        double *pv = calloc(np, sizeof *pv), *sv = calloc(n, sizeof *sv);
-        for (int i = 0; i < n; i++) {
-            sv[i] = o.single[i];
-            for (int k = i + 1; k < n; k++)
-                pv[q++] = o.pair[i * n + k] + o.pair[k * n + i];
-        }
-        qsort(pv, np, sizeof *pv, cmp_desc);
-        qsort(sv, n, sizeof *sv, cmp_desc);
-        double bound = 0;
-        for (int p = 0; 2 * p <= n; p++) {
-            double sum = 0;
-            for (int k = 0; k < p; k++)
-                sum += pv[k];
-            for (int k = 0; k < n - 2 * p; k++)
-                sum += sv[k];
-            if (sum / (n - p) > bound)
-                bound = sum / (n - p);
-        }
-        free(pv);
-        free(sv);
-        int used[n];
-        memset(used, 0, sizeof used);
-        int G = 0;
-        for (int i = 0; i < n; i++) {
-            if (used[i])
+            idx[i] = i, all[i] = su->managed;
+        steady_column(&cl, s, jobs, bd->standalone, idx, all, n);
+    }
+    /* every distinct configuration a policy went through, at the rates it had */
+    for (int p = 0; p < npols; p++)
+        for (int c = 0; c < res[p].ncfgs; c++) {
+            const struct cs_sim_config *cf = &res[p].cfgs[c];
+            int seen = 0;
+            for (int k = 0; k < nkeys && !seen; k++)
+                seen = strcmp(keys[k], cf->key) == 0;
+            if (seen)
                 continue;
-            used[i] = 1;
-            int best = -1;
-            double bv = 2 * o.single[i];
-            for (int k = i + 1; k < n; k++)
-                if (!used[k] && o.pair[i * n + k] + o.pair[k * n + i] > bv) {
-                    bv = o.pair[i * n + k] + o.pair[k * n + i];
-                    best = k;
-                }
-            o.group[i] = best >= 0 ? best : i;
-            if (best >= 0) {
-                used[best] = 1;
-                o.group[best] = i;
-            }
-            G++;
+            keys = realloc(keys, (nkeys + 1) * sizeof *keys);
+            keys[nkeys++] = cf->key;
+            double r[n];
+            for (int j = 0; j < n; j++)
+                r[j] = cf->runs[j] / bd->standalone[j];
+            add_column(&cl, r, cs_strdup_printf("%s%s(%s)", cf->desc, *cf->desc ? " " : "", res[p].policy));
+            bd->nrecorded++;
         }
-        for (int i = 0; i < n; i++)
-            or_->thr[i] = (o.group[i] == i ? o.single[i] : o.pair[i * n + o.group[i]]) * or_->standalone[i] / G;
-        or_->ngroups = G;
-        or_->exact = 0;
-        or_->total = bound;
-        snprintf(or_->schedule, len, "upper bound for %d jobs (more than 8: no exhaustive search): total is "
-                 "the best over p of (p largest pair values + n-2p largest single values)/(n-p); per-job "
-                 "throughput from a greedy pairing into %d configurations", n, G);
+    bd->ncols = cl.ncols;
+    x = calloc(cl.ncols, sizeof *x);
+    for (int k = 0; k < 3; k++) {
+        double fl[n];
+        for (int j = 0; j < n; j++)
+            fl[j] = bd->floor;
+        bd->lp[k].y = calloc(n, sizeof *bd->lp[k].y);
+        if (cs_lp_bound((enum cs_lp_kind)k, n, cl.ncols, cl.r, fl, &bd->lp[k].value, x, bd->lp[k].y) < 0)
+            goto out;
+        bd->lp[k].sum = 0;
+        for (int j = 0; j < n; j++)
+            bd->lp[k].sum += bd->lp[k].y[j];
+        bd->lp[k].schedule = schedule_text(&cl, x);
     }
     rc = 0;
 out:
-    free(o.single);
-    free(o.single_half);
-    free(o.pair);
-    free(o.group);
-    free(o.best);
-    hwloc_bitmap_free(h0);
-    hwloc_bitmap_free(h1);
+    free(x);
+    free(keys);
+    free(cl.r);
+    for (int c = 0; c < cl.ncols; c++)
+        free(cl.desc[c]);
+    free(cl.desc);
+    hwloc_bitmap_free(h[0]);
+    hwloc_bitmap_free(h[1]);
     cs_sim_free(s);
     for (int i = 0; i < n; i++)
         cs_job_free(jobs[i]);
     free(jobs);
     return rc;
+}
+
+/* A run's normalised throughput per job, from the configurations it recorded:
+ * sum_c seconds_c runs_jc / virtual_s / standalone_j (the LP's point of the run). */
+static double recorded_total(const struct result *r, const struct bound *bd)
+{
+    double t = 0;
+    if (r->virtual_s <= 0)
+        return 0;
+    for (int c = 0; c < r->ncfgs; c++)
+        for (int j = 0; j < bd->n; j++)
+            t += r->cfgs[c].seconds * r->cfgs[c].runs[j] / bd->standalone[j];
+    return t / r->virtual_s;
 }
 
 /* ---------------------------------------------------------------- calibration */
@@ -649,13 +687,13 @@ int cs_cmd_simulate(int argc, char **argv)
                *tracefile = NULL, *model = "analytic";
     char **ppath = NULL, *nodefile = NULL, *appsfile = NULL, *synth = NULL, *polcopy = NULL;
     char **pols = NULL;
-    int nppath = 0, npols = 0, json = 0, want_oracle = 0, c, status = 2, quiet = 0, calib = 0;
+    int nppath = 0, npols = 0, json = 0, want_bound = 0, c, status = 2, quiet = 0, calib = 0;
     struct setup su = { .seed = 1, .quantum = 1.0 };
     struct cs_sim_node *node = NULL;
     struct cs_sim_apps *apps = NULL;
     struct cs_profile *profile = NULL;
     struct result *res = NULL;
-    struct oracle orc = { 0 };
+    struct bound bd = { 0 };
     long v;
 
     for (size_t i = 0; i < NOPTS; i++)
@@ -673,7 +711,11 @@ int cs_cmd_simulate(int argc, char **argv)
         case O_MODEL: model = optarg; break;
         case O_TRACE: tracefile = optarg; break;
         case O_JSON: json = 1; break;
-        case O_ORACLE: want_oracle = 1; break;
+        case O_BOUND: want_bound = 1; break;
+        case O_ORACLE:
+            cs_warn("--oracle is now --bound (an LP upper bound over configurations; share/sim/README.md)");
+            want_bound = 1;
+            break;
         case O_CALIBRATE: calib = 1; break;
         case O_WINDOW:
             if (cs_parse_duration(optarg, &su.window) < 0 || su.window < 0.1 || su.window > 1e8)
@@ -778,8 +820,14 @@ int cs_cmd_simulate(int argc, char **argv)
         status = calibrate(&su) < 0 ? 1 : 0;
         goto out;
     }
-    if (want_oracle && su.n > 64)
-        BAD("--oracle: at most 64 jobs (%d given)", su.n);
+    if (want_bound) {
+        char why[160];
+        if (!cs_lp_available(why, sizeof why))
+            BAD("--bound: %s", why);
+        if (su.n > BOUND_MAX_JOBS)
+            BAD("--bound: at most %d jobs (%d given): the LP has a column per pair", BOUND_MAX_JOBS, su.n);
+        su.record = 1;
+    }
 
     /* policies: every one must load before any runs */
     su.search = cs_policy_search_path(ppath, nppath, &su.nsearch);
@@ -839,7 +887,7 @@ int cs_cmd_simulate(int argc, char **argv)
         if (res[k].status && !status)
             status = res[k].status;
     }
-    if (want_oracle && compute_oracle(&su, &orc) < 0) {
+    if (want_bound && compute_bound(&su, res, npols, &bd) < 0) {
         status = 1;
         goto out;
     }
@@ -879,25 +927,38 @@ int cs_cmd_simulate(int argc, char **argv)
                     fprintf(f, ", \"class\": \"%c\"", r->cls[i]);
                 fputc('}', f);
             }
-            fputs("]}", f);
+            fputs("]", f);
+            if (want_bound) {
+                fprintf(f, ", \"configurations\": %d, \"recorded_total\": ", r->ncfgs);
+                json_num(f, recorded_total(r, &bd));
+            }
+            fputs("}", f);
         }
         fputs("]", f);
-        if (want_oracle) {
-            fputs(",\n \"oracle\": {\"throughput\": {", f);
+        if (want_bound) {
+            fprintf(f, ",\n \"bound\": {\"configurations\": %d, \"recorded\": %d, \"standalone\": {", bd.ncols,
+                    bd.nrecorded);
             for (int i = 0; i < su.n; i++) {
                 fprintf(f, "%s\"%d\": ", i ? ", " : "", i + 1);
-                json_num(f, orc.thr[i]);
+                json_num(f, bd.standalone[i]);
             }
-            fputs("}, \"total\": ", f);
-            json_num(f, orc.total);
-            fputs(", \"schedule\": ", f);
-            cs_json_str(f, orc.schedule);
-            fputs(", \"standalone\": {", f);
-            for (int i = 0; i < su.n; i++) {
-                fprintf(f, "%s\"%d\": ", i ? ", " : "", i + 1);
-                json_num(f, orc.standalone[i]);
+            fputs("}, \"floor\": ", f);
+            json_num(f, bd.floor);
+            for (int k = 0; k < 3; k++) {
+                fprintf(f, ",\n  \"%s\": {\"value\": ", lp_name[k]);
+                json_num(f, bd.lp[k].value);
+                fputs(", \"sum\": ", f);
+                json_num(f, bd.lp[k].sum);
+                fputs(", \"normalised\": {", f);
+                for (int i = 0; i < su.n; i++) {
+                    fprintf(f, "%s\"%d\": ", i ? ", " : "", i + 1);
+                    json_num(f, bd.lp[k].y[i]);
+                }
+                fputs("}, \"schedule\": ", f);
+                cs_json_str(f, bd.lp[k].schedule);
+                fputc('}', f);
             }
-            fputs("}}", f);
+            fputs("}", f);
         }
         fputs("}\n", f);
     } else {
@@ -917,12 +978,20 @@ int cs_cmd_simulate(int argc, char **argv)
                        r->virtual_s > 0 ? r->completions[i] / r->virtual_s : 0, r->cpu_s[i],
                        r->cls[i] ? r->cls[i] : '-');
             }
-        if (want_oracle) {
-            printf("oracle (%s): total normalised throughput %.4f\n  %s\n", orc.exact ? "exhaustive" : "bound",
-                   orc.total, orc.schedule);
+        if (want_bound) {
+            static const char *const what[3] = { "no constraint", "every job >= 1/n", "the least job" };
+            printf("bound: LP over %d configurations (%d recorded from the runs); normalised throughput = runs/s "
+                   "/ runs/s alone on the node\n", bd.ncols, bd.nrecorded);
+            for (int k = 0; k < 3; k++)
+                printf("  %-6s (%s): %.4f (sum %.4f)\n    %s\n", lp_name[k], what[k], bd.lp[k].value, bd.lp[k].sum,
+                       bd.lp[k].schedule);
+            printf("  %4s %-16s %9s %9s %9s\n", "id", "app", "total", "fair", "maxmin");
             for (int i = 0; i < su.n; i++)
-                printf("  %4d %-16s %11.5f runs/s (alone %.5f)\n", i + 1, su.w[i].app->name, orc.thr[i],
-                       orc.standalone[i]);
+                printf("  %4d %-16s %9.4f %9.4f %9.4f\n", i + 1, su.w[i].app->name, bd.lp[0].y[i], bd.lp[1].y[i],
+                       bd.lp[2].y[i]);
+            for (int k = 0; k < npols; k++)
+                printf("  %-10s total %.4f = %.4f of the bound\n", res[k].policy, recorded_total(&res[k], &bd),
+                       recorded_total(&res[k], &bd) / bd.lp[0].value);
         }
     }
     fflush(stdout);
@@ -933,11 +1002,14 @@ out:
             free(res[k].completions);
             free(res[k].cpu_s);
             free(res[k].cls);
+            cs_sim_configs_free(res[k].cfgs, res[k].ncfgs);
         }
     free(res);
-    free(orc.thr);
-    free(orc.standalone);
-    free(orc.schedule);
+    free(bd.standalone);
+    for (int k = 0; k < 3; k++) {
+        free(bd.lp[k].y);
+        free(bd.lp[k].schedule);
+    }
     free(pols);
     free(polcopy);
     for (int i = 0; i < su.nsearch; i++)

@@ -3,7 +3,8 @@
 # The real engine and the real Lua policies run in virtual time against the
 # models; these tests check the model's accounting (CPU conserved, a job alone
 # reproduces its app file), determinism for a seed, the paper-001 classes
-# through the simulated counters, the paper-004 matrix, the oracle, and that
+# through the simulated counters, the paper-004 matrix, the bound (--bound: no
+# policy beats it; a two-job case solved by hand), and that
 # every broken model file or bad option is refused with file:line or the
 # option named, exit 2, before anything runs.  No timing assertions.
 
@@ -99,7 +100,9 @@ EOF
 
 @test "simulate: deterministic for a seed - identical JSON but wall_s; another seed changes the noisy counts" {
     local args=(--node paper001 --apps table2 --mix jacobi,syrk,ep,stream --policy flca,linux,pmugroup
-                --window 120 --noise 0.05 --json --oracle)
+                --window 120 --noise 0.05 --json)
+    # the bound too, when this cosched has it (GLPK)
+    "$COSCHED" simulate --help | grep -q 'built without GLPK' || args+=(--bound)
     "$COSCHED" simulate "${args[@]}" --seed 7 > a.json
     "$COSCHED" simulate "${args[@]}" --seed 7 > b.json
     "$COSCHED" simulate "${args[@]}" --seed 8 > c.json
@@ -141,9 +144,10 @@ EOF
     [ "$status" -eq 0 ]
 }
 
-@test "simulate: the JSON contract of the evaluation harness, and the oracle is at least gang" {
+@test "simulate: the JSON contract of the evaluation harness, and the bound is at least gang" {
+    requires glpk
     simulate --node paper001 --apps table2 --mix gemver,ep,mvt,doitgen --policy gang,linux,flca --window 200 \
-        --json --oracle
+        --json --bound
     [ "$status" -eq 0 ] || { echo "$output $stderr"; return 1; }
     echo "$output" > out.json
     run python3 - out.json <<'EOF'
@@ -159,20 +163,183 @@ for r in d["results"]:
         assert isinstance(j["id"], int)
         assert abs(j["throughput"] - j["completions"] / r["virtual_s"]) < 1e-9, j
         assert j["completions"] > 5 and j["cpu_s"] > 0, j
-o = d["oracle"]
-assert sorted(o["throughput"]) == ["1", "2", "3", "4"] and isinstance(o["schedule"], str)
-# gang is a schedule of the oracle's space (every job alone on all cores): the oracle is no worse
+    assert isinstance(r["configurations"], int) and r["configurations"] >= 1, r
+b = d["bound"]
+st = b["standalone"]
+assert sorted(st) == ["1", "2", "3", "4"] and b["floor"] == 0.25, b
+# 4 jobs: 3 singles each, 3 columns per pair, all-on-all, and what the runs recorded
+assert b["configurations"] == 4 * 3 + 6 * 3 + 1 + b["recorded"], b
+for k in ("total", "fair", "maxmin"):
+    lp = b[k]
+    assert sorted(lp["normalised"]) == ["1", "2", "3", "4"] and isinstance(lp["schedule"], str), lp
+    assert abs(sum(lp["normalised"].values()) - lp["sum"]) < 1e-9, lp
+# gang (every job alone on all cores, 1/n of the time) is a feasible point of every program
 gang = d["results"][0]
-st = o["standalone"]
 gtot = sum(j["throughput"] / st[str(j["id"])] for j in gang["jobs"])
 assert 0.97 < gtot < 1.03, gtot
-assert o["total"] >= gtot - 0.03, (o["total"], gtot)
-otot = sum(o["throughput"][k] / st[k] for k in st)
-assert abs(otot - o["total"]) < 1e-6, (otot, o["total"])
-print("ok", o["total"], gtot)
+assert b["total"]["value"] >= b["fair"]["value"] - 1e-9 >= gtot - 0.03, (b, gtot)
+assert b["maxmin"]["value"] >= b["floor"] - 1e-6, b
+assert abs(b["total"]["value"] - b["total"]["sum"]) < 1e-9
+print("ok", b["total"]["value"], b["fair"]["value"], b["maxmin"]["value"], gtot)
 EOF
     echo "$output"
     [ "$status" -eq 0 ]
+}
+
+# bound_holds FILE: no policy of the --json --bound document beats the bound
+# (relative tolerance 1e-6: GLPK's primal tolerance is 1e-7).  Per policy P
+# with normalised throughputs y_j = throughput_j / standalone_j:
+#   sum_j y_j equals the run's recorded_total (the recorded configurations are the whole run);
+#   sum_j y_j <= total; min_j y_j <= maxmin; and if every y_j >= 1/n, sum_j y_j <= fair.
+bound_holds() {
+    python3 - "$1" <<'EOF'
+import json, sys
+TOL = 1e-6
+d = json.load(open(sys.argv[1]))
+b = d["bound"]
+st = b["standalone"]
+tot, fair, mm, floor = b["total"]["value"], b["fair"]["value"], b["maxmin"]["value"], b["floor"]
+bad, checked_fair, worst = [], [], (0, None)
+assert fair <= tot * (1 + 1e-9) and mm >= floor * (1 - TOL), b
+for r in d["results"]:
+    p = r["policy"]
+    y = [j["throughput"] / st[str(j["id"])] for j in r["jobs"]]
+    s = sum(y)
+    if abs(s - r["recorded_total"]) > TOL * max(1, s):
+        bad.append(f"{p}: completions give {s:.9f}, the recorded configurations {r['recorded_total']:.9f}")
+    if s > tot * (1 + TOL):
+        bad.append(f"{p}: total {s:.9f} > bound {tot:.9f}")
+    if min(y) > mm * (1 + TOL):
+        bad.append(f"{p}: least job {min(y):.9f} > maxmin bound {mm:.9f}")
+    if min(y) >= floor - 1e-9:
+        checked_fair.append(p)
+        if s > fair * (1 + TOL):
+            bad.append(f"{p}: fair (every job >= {floor:.4f}) with total {s:.9f} > fair bound {fair:.9f}")
+    worst = max(worst, (s / tot, p))
+print(f"{len(d['results'])} policies, {b['configurations']} configurations ({b['recorded']} recorded); "
+      f"bound total {tot:.4f} fair {fair:.4f} maxmin {mm:.4f}; closest {worst[1]} at {worst[0]:.4f}; "
+      f"fair policies: {','.join(checked_fair) or 'none'}")
+print("\n".join(bad) or "ok")
+sys.exit(1 if bad else 0)
+EOF
+}
+
+@test "simulate: no policy beats the bound - every policy, five workloads (analytic, empirical, NUMA, phases)" {
+    requires glpk
+    local pols
+    pols=$("$COSCHED" policies | awk '{print $1}' | paste -sd, -)
+    [[ $pols == *linux* && $pols == *gang* && $pols == *flca* ]] || { echo "policies: $pols"; return 1; }
+    printf 'stream home=0\njacobi home=0\nsyrk home=1\nep home=1\n3mm\ndoitgen home=1\n' > numa.workload
+    cat > ph.apps <<'EOF'
+cosched-sim apps 1
+name phased
+app two threads=8 ipc=1.0 bw_l1=8 bw_l2=4 bw_llc=1 time=4 scaling=1
+phase two work=0.5
+phase two work=0.5 ipc=0.5 bw=6
+app hog threads=8 ipc=0.3 bw_l1=20 bw_l2=12 bw_llc=9 time=3 scaling=0.5
+app calm threads=8 ipc=2 bw_l1=10 bw_l2=3 bw_llc=0.2 time=2 llc_ws=8MB
+EOF
+    local n=0 w
+    for w in "--node paper001 --apps table2 --mix jacobi,syrk,ep,stream --window 200" \
+             "--node paper001 --apps table2 --mix jacobi,stream,gesummv,syrk,3mm,gemver,ep,doitgen --window 100" \
+             "--node paper004 --apps paper004 --model empirical --mix lbm,sphinx,grom,libqu --window 100" \
+             "--node 2socket --apps table2 --workload numa.workload --window 100" \
+             "--node paper001 --apps ./ph.apps --mix two,hog,calm,two --window 60"; do
+        n=$((n + 1))
+        "$COSCHED" simulate $w --policy "$pols" --json --bound -q > w$n.json 2> w$n.err ||
+            { echo "workload $n ($w): exit $?"; cat w$n.err; return 1; }
+        echo "workload $n: $w"
+        bound_holds w$n.json || return 1
+    done
+}
+
+@test "simulate: the bound of a two-job case solved by hand (total 1.2, fair 8/7, maxmin 9/16)" {
+    requires glpk
+    # Two apps that lose nothing folded (scaling 0: as fast on 4 cores as on 8; no fold loss, no
+    # synchronisation cost), side by side at the matrix's percentages: x beside y at 90 %, y beside x
+    # at 30 %.  Every configuration is then: x alone (1, 0), y alone (0, 1) (on all cores or a half),
+    # or the pair (0.9, 0.3) (folded or unfolded).
+    #   total:  max over mixtures of the sum = the pair all the time: 1.2
+    #   fair:   y >= 1/2 with a share p of the pair and 1-p of y alone: 1 - 0.7p >= 1/2, p <= 5/7;
+    #           sum = 1 + 0.2p = 8/7 at p = 5/7 (x gets 0.9 * 5/7 = 9/14)
+    #   maxmin: 0.9p = 1 - 0.7p, p = 5/8: t = 9/16 for both
+    cat > tiny.apps <<'EOF'
+cosched-sim apps 1
+name tiny
+app x threads=8 time=2 ipc=1 bw_l1=1 bw_l2=0.5 bw_llc=0.1 scaling=0 fold_loss=0 sync=0
+app y threads=8 time=2 ipc=1 bw_l1=1 bw_l2=0.5 bw_llc=0.1 scaling=0 fold_loss=0 sync=0
+columns x y
+influence x 100 30
+influence y 90 100
+EOF
+    simulate --node paper001 --apps ./tiny.apps --model empirical --mix x,y --policy gang,tft,linux --window 20 \
+        --json --bound
+    [ "$status" -eq 0 ] || { echo "$output $stderr"; return 1; }
+    echo "$output" > tiny.json
+    run python3 - tiny.json <<'EOF'
+import json, sys
+b = json.load(open(sys.argv[1]))["bound"]
+def near(got, want, what):
+    assert abs(got - want) < 1e-6, f"{what}: got {got}, want {want}"
+near(b["total"]["value"], 1.2, "total")
+near(b["total"]["normalised"]["1"], 0.9, "total, x")
+near(b["fair"]["value"], 8 / 7, "fair")
+near(b["fair"]["normalised"]["1"], 9 / 14, "fair, x")
+near(b["fair"]["normalised"]["2"], 0.5, "fair, y")
+near(b["maxmin"]["value"], 9 / 16, "maxmin")
+near(b["maxmin"]["normalised"]["1"], 9 / 16, "maxmin, x")
+near(b["maxmin"]["normalised"]["2"], 9 / 16, "maxmin, y")
+print("ok", b["total"]["value"], b["fair"]["value"], b["maxmin"]["value"])
+EOF
+    echo "$output"
+    [ "$status" -eq 0 ]
+    bound_holds tiny.json
+}
+
+@test "simulate: the bound holds a configuration outside the generated ones because the run recorded it" {
+    requires glpk
+    # Four jobs of an app that runs as fast on 2 cores as on 8 (scaling 0, no fold loss) and pays
+    # for sharing cores (sync 1), no LLC interference (matrix 100 %): a policy giving each job 2
+    # cores of its own gets 4 x 1.0; the generated configurations get at most 2 (a folded pair) or
+    # 4 / (1 + (1 - 2/8) + 0.1) = 2.16 (all on all cores).  Only the recorded configuration makes
+    # the bound hold.
+    cat > quad.apps <<'EOF'
+cosched-sim apps 1
+name quad
+app x threads=8 time=2 ipc=1 bw_l1=1 bw_l2=0.5 bw_llc=0.1 scaling=0 fold_loss=0 sync=1
+columns x
+influence x 100
+EOF
+    mkdir -p pol
+    cat > pol/quarters.lua <<'EOF'
+-- test: job k on cpus 2(k-1) and 2(k-1)+1 of the paper001 node, all the time
+return { api = 1, name = "quarters", description = "test: each of four jobs on two cores of its own",
+  plan = function(snap)
+    local jobs = {}
+    for _, j in ipairs(snap.jobs) do
+      jobs[#jobs + 1] = { id = j.id, cpus = { 2 * (j.id - 1), 2 * (j.id - 1) + 1 } }
+    end
+    return { { jobs = jobs } }
+  end }
+EOF
+    simulate --node paper001 --apps ./quad.apps --model empirical --mix x,x,x,x --policy-path pol \
+        --policy quarters,gang,linux --window 20 --json --bound
+    [ "$status" -eq 0 ] || { echo "$output $stderr"; return 1; }
+    echo "$output" > quad.json
+    run python3 - quad.json <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+b = d["bound"]
+q = d["results"][0]
+assert q["policy"] == "quarters" and q["configurations"] == 1, q
+assert abs(q["recorded_total"] - 4) < 1e-6, q["recorded_total"]
+assert b["recorded"] >= 1 and abs(b["total"]["value"] - 4) < 1e-6, b
+assert "(quarters)" in b["total"]["schedule"], b["total"]["schedule"]
+print("ok", b["total"]["value"], b["total"]["schedule"])
+EOF
+    echo "$output"
+    [ "$status" -eq 0 ]
+    bound_holds quad.json
 }
 
 @test "simulate: empirical model - a pair on one processor runs at paper 004 Table 1's percentages" {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
 # 71-evaluate: the evaluation harness share/eval/evaluate (issue 6, points 3-5).
 # Its statistics (Tukey quartiles, whiskers, outliers, IQR), the normalisation to gang and the
-# fractions of the oracle are checked on hand-computed numbers and on the hand-written simulator
+# fractions of the bound are checked on hand-computed numbers and on the hand-written simulator
 # documents in tests/fixtures/eval (see its README: fixtures, not simulator output); the SVG must be
 # well-formed XML with one box per policy in every panel; the mixes must be deterministic for a seed
 # and have the documented class counts.  The last test runs `evaluate --quick` end to end against the
@@ -70,7 +70,7 @@ assert s["outliers"] == [], s["outliers"]
 '
 }
 
-@test "evaluate: normalisation to gang and fractions of the oracle on the fixture document" {
+@test "evaluate: normalisation to gang and fractions of the bound on the fixture document" {
     py "
 import json
 doc = json.load(open('$FIX/raw/paper001/paper001-4-low-01.json'))
@@ -85,12 +85,17 @@ for jid, want in enumerate([1.1, 1.1, 1.0, 1.1]):
 s = ev.tukey(n['linux'].values())
 close(s['median'], 0.8, 'linux median'); close(s['mean'], 0.8375, 'linux mean')
 close(s['q1'], 0.7875, 'linux q1'); close(s['q3'], 0.85, 'linux q3'); close(s['iqr'], 0.0625, 'linux iqr')
-f = ev.oracle_fractions(doc)
-close(f['gang'], 4 / 4.7, 'gang fraction'); close(f['linux'], 3.35 / 4.7, 'linux fraction')
-close(f['flca'], 4.3 / 4.7, 'flca fraction')
-# no oracle member: no fractions; a zero baseline: None, never a division by zero
-del doc['oracle']
-assert ev.oracle_fractions(doc) == {}
+f = ev.bound_fractions(doc)
+assert sorted(f) == ['flca', 'gang', 'linux'], f
+close(f['gang']['total'], 1 / 1.25, 'gang total'); close(f['linux']['total'], 0.8375 / 1.25, 'linux total')
+close(f['flca']['total'], 1.075 / 1.25, 'flca total')
+close(f['gang']['fair'], 1 / 1.2, 'gang fair'); close(f['flca']['fair'], 1.075 / 1.2, 'flca fair')
+assert f['linux']['fair'] is None, f['linux']     # a job below 1/n: the fair bound does not bound linux
+close(f['gang']['maxmin'], 0.25 / 0.3, 'gang maxmin'); close(f['linux']['maxmin'], 0.625, 'linux maxmin')
+close(f['flca']['maxmin'], 0.25 / 0.3, 'flca maxmin')
+# no bound member: no fractions; a zero baseline: None, never a division by zero
+del doc['bound']
+assert ev.bound_fractions(doc) == {}
 doc['results'][0]['jobs'][2]['throughput'] = 0.0
 assert ev.normalise(doc)['flca'][2] is None
 # the baseline must be there
@@ -219,14 +224,31 @@ assert len(p0.findall(".//" + NS + "rect[@class=\"box\"]")) == len(pols) - 1
     grep -q '^paper001,4,low,flca,4,1.1000,1.0750,1.0750,1.1000,0.0250,1.1000,1.1000,1$' "$out/stats.csv" ||
         { cat "$out/stats.csv"; return 1; }
     md=$(cat "$out/EVALUATION.md")
-    assert_contains "$md" "| linux | 0.71 (0.71) | 0.71 (0.71) |"
-    assert_contains "$md" "| flca | 0.91 (0.91) | 0.91 (0.91) |"
+    # fractions of the bound (tests/fixtures/eval/README): total, all, fair, least job
+    assert_contains "$md" "| gang | 0.80 (0.80) | 0.80 (0.80) | 0.83 (1 of 1) | 0.83 (0.83) |"
+    assert_contains "$md" "| linux | 0.67 (0.67) | 0.67 (0.67) | – (0 of 1) | 0.62 (0.62) |"
+    assert_contains "$md" "| flca | 0.86 (0.86) | 0.86 (0.86) | 0.90 (1 of 1) | 0.83 (0.83) |"
     assert_contains "$md" "| linux | 0.80 | 0.84 | 0.06 |"
     assert_contains "$md" "![paper001 4 applications](./paper001-4.svg)"
     # one workload cannot judge the findings: said so, not "agree" or "disagree"
     assert_contains "$md" "**no data**"
     [[ $md != *"**agree**"* ]]
     assert_equal "$(($(wc -l < "$out/normalised.csv") - 1))" 12 "CSV rows (3 policies x 4 jobs)"
+    [[ $md != *"Above the bound"* ]]
+    # a bound below a policy (total 0.9 < flca's 1.075 and gang's 1.0) is listed as a defect
+    fx=$BATS_TEST_TMPDIR/fx
+    cp -r "$FIX" "$fx"
+    python3 - "$fx/raw/paper001/paper001-4-low-01.json" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["bound"]["total"]["value"] = 0.9
+json.dump(d, open(sys.argv[1], "w"))
+EOF
+    run "$EVAL" --from "$fx" --out "$BATS_TEST_TMPDIR/fx-out"
+    [ "$status" -eq 0 ]
+    md=$(cat "$BATS_TEST_TMPDIR/fx-out/EVALUATION.md")
+    assert_contains "$md" "**Above the bound**"
+    assert_contains "$md" "flca total 1.194444 in paper001-4-low-01, gang total 1.111111 in paper001-4-low-01"
 }
 
 @test "evaluate: bad usage exits 2 with a message" {
@@ -244,6 +266,7 @@ assert len(p0.findall(".//" + NS + "rect[@class=\"box\"]")) == len(pols) - 1
 
 @test "evaluate --quick: end to end against the real cosched simulate" {
     requires cosched
+    requires glpk
     "$COSCHED" simulate --help >/dev/null 2>&1 ||
         skip "cosched has no simulate command yet (issue 6 point 1 not merged)"
     out=$BATS_TEST_TMPDIR/quick
@@ -270,9 +293,10 @@ EOF
         echo "$output"
         [ "$output" = ok ]
     done
-    # every paper-001 policy has a fraction of the oracle
+    # every paper-001 policy has a fraction of the bound, and none is above it
     for p in linux gang tft lbb llcmrb flbb fllcmrb lca fop flca; do
-        grep -Eq "^\| $p \| [0-9]" <<<"$(sed -n '/Fraction of the oracle/,/^## /p' "$out/EVALUATION.md")" ||
-            { echo "no oracle fraction for $p" >&2; return 1; }
+        grep -Eq "^\| $p \| [0-9]" <<<"$(sed -n '/Fraction of the bound/,/^## /p' "$out/EVALUATION.md")" ||
+            { echo "no fraction of the bound for $p" >&2; return 1; }
     done
+    ! grep -n "Above the bound" "$out/EVALUATION.md"
 }

@@ -56,6 +56,9 @@ requires() {
                 skip "needs Slurm (srun, slurmd, slurmctld)" ;;
         python3)
             command -v python3 >/dev/null || skip "needs python3" ;;
+        glpk)
+            ! "$COSCHED" simulate --help | grep -q 'built without GLPK' ||
+                skip "needs GLPK (cosched simulate --bound; configure found no libglpk-dev)" ;;
         cgroup1)
             m=$(_cs_v1_mount freezer)
             [ -n "$m" ] && [ -w "$m" ] || skip "needs a writable cgroup v1 freezer hierarchy (root, v1 or hybrid mode)"
