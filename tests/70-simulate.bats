@@ -99,7 +99,9 @@ EOF
 }
 
 @test "simulate: deterministic for a seed - identical JSON but wall_s; another seed changes the noisy counts" {
-    local args=(--node paper001 --apps table2 --mix jacobi,syrk,ep,stream --policy flca,linux,pmugroup
+    # fop ages jobs by their measured progress, so noisy counts change its
+    # schedule (flca with four jobs runs all of them every epoch: K = 4)
+    local args=(--node paper001 --apps table2 --mix jacobi,syrk,ep,stream --policy flca,fop,linux,pmugroup
                 --window 120 --noise 0.05 --json)
     # the bound too, when this cosched has it (GLPK)
     "$COSCHED" simulate --help | grep -q 'built without GLPK' || args+=(--bound)
