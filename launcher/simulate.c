@@ -59,7 +59,7 @@ static const struct {
     { "apps", 1, O_APPS, "FILE|NAME", "application models (NAME: share/sim/NAME.apps)" },
     { "workload", 1, O_WORKLOAD, "FILE", "jobs, one app per line: APP [threads=N]" },
     { "mix", 1, O_MIX, "APP,APP,...", "jobs given on the command line (one per app named)" },
-    { "policy", 1, O_POLICY, "P1,P2,...", "policies to run, one after the other (default tft)" },
+    { "policy", 1, O_POLICY, "P1,P2,...", "policies to run, one after the other (default tft); P may be NAME:KEY=VALUE[:...]" },
     { "model", 1, O_MODEL, "MODEL", "interference model: analytic (default) or empirical" },
     { "window", 1, O_WINDOW, "SECONDS", "virtual time window; jobs restart until it closes (default: each runs once)" },
     { "quantum", 1, O_QUANTUM, "DURATION", "time quantum, 10ms to 60s (default 1s)" },
@@ -246,6 +246,35 @@ struct setup {
     int record;                /* --bound: record each run's configurations (cs_sim_record) */
 };
 
+/* A policy of --policy: NAME, or a variant NAME:KEY=VALUE[:KEY=VALUE...]
+ * that runs NAME with those parameters (as --policy-opt does in cosched
+ * run).  Results are reported under the whole spec, so variants of one
+ * policy can be compared in one run (and against one bound). */
+static struct cs_policy *load_variant(const char *spec, char **search, int nsearch)
+{
+    char *copy = strdup(spec), *popts[32], *save = NULL, *name, *kv;
+    struct cs_policy *p = NULL;
+    int npopts = 0;
+
+    if (!copy)
+        return NULL;
+    if (!(name = strtok_r(copy, ":", &save))) {
+        cs_err("--policy: an empty policy name in the list");
+        goto out;
+    }
+    while ((kv = strtok_r(NULL, ":", &save)) != NULL) {
+        if (!strchr(kv, '=') || kv[0] == '=' || npopts == 32) {
+            cs_err("--policy '%s': expected NAME or NAME:KEY=VALUE[:KEY=VALUE...] (at most 32), got '%s'", spec, kv);
+            goto out;
+        }
+        popts[npopts++] = kv;
+    }
+    p = cs_policy_load(name, search, nsearch, popts, npopts);
+out:
+    free(copy);
+    return p;
+}
+
 static int run_policy(struct setup *su, const char *policy, const char *tracefile, struct result *r)
 {
     struct cs_engine e = { .quantum = su->quantum, .window = su->window, .output = CS_OUT_INHERIT,
@@ -266,7 +295,7 @@ static int run_policy(struct setup *su, const char *policy, const char *tracefil
     for (int i = 0; i < su->n; i++)
         if (cs_sim_add_job(e.sim, e.jobs[i], su->w[i].app, su->w[i].home) < 0)
             goto out;
-    if ((e.policy = cs_policy_load(policy, su->search, su->nsearch, NULL, 0)) == NULL)
+    if ((e.policy = load_variant(policy, su->search, su->nsearch)) == NULL)
         goto out;
     if (tracefile && (e.trace = fopen(tracefile, "we")) == NULL) {
         cs_err("--trace %s: %s", tracefile, strerror(errno));
@@ -838,7 +867,7 @@ int cs_cmd_simulate(int argc, char **argv)
             for (int k = 0; k < npols; k++)
                 if (strcmp(pols[k], t) == 0)
                     BAD("--policy: %s is named twice", t);
-            struct cs_policy *p = cs_policy_load(t, su.search, su.nsearch, NULL, 0);
+            struct cs_policy *p = load_variant(t, su.search, su.nsearch);
             if (!p)
                 goto out;
             cs_policy_free(p);
