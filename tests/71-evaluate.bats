@@ -251,6 +251,76 @@ EOF
     assert_contains "$md" "flca total 1.194444 in paper001-4-low-01, gang total 1.111111 in paper001-4-low-01"
 }
 
+@test "evaluate: independence of the mixes on hand-computed mixes, and of the drawn paper-001 cells" {
+    py "
+cl = {'S': ['a', 'b', 'z'], 'C': ['c', 'd', 'e', 'f', 'g', 'h'], 'N': ['x', 'y']}
+r = ev.mix_independence([['a', 'b', 'c', 'd'], ['b', 'a', 'c', 'e'], ['a', 'z', 'f', 'g']], cl)
+# pairs: {a,b,c}/{a,b,c,d,e} = 3/5, {a}/7, {a}/7
+close(r['jaccard'], (0.6 + 2 / 7) / 3, 'mean jaccard'); close(r['jmax'], 0.6, 'largest jaccard')
+assert (r['mixes'], r['distinct'], r['pool'], r['top'], r['topn']) == (3, 8, 9, ['a'], 3), r
+assert r['full'] == {'S': 0, 'C': 0} and r['need'] == {'S': 2, 'C': 2}, r
+r = ev.mix_independence([['a', 'b', 'z', 'c'], ['z', 'b', 'a', 'd']], {'S': ['a', 'b', 'z'], 'C': ['c', 'd']})
+assert r['full'] == {'S': 2, 'C': 0} and r['top'] == ['a', 'b', 'z'], r
+close(r['jaccard'], 3 / 5, 'jaccard')
+# issue 11: every 8-application high mix holds all four S apps (4 of 4), every 8-low mix all three N
+wls = [{'exp': 'paper001', 'size': n, 'level': lv, 'mix': m} for n in ev.SIZES for lv in ev.LEVELS
+       for m in ev.draw_mixes(1, 'paper001', ev.TABLE2_CLASSES, n, lv)]
+t = ev.independence_table(wls)
+assert t[('paper001', 8, 'high')]['full']['S'] == 15, t[('paper001', 8, 'high')]
+assert t[('paper001', 8, 'low')]['full']['N'] == 15, t[('paper001', 8, 'low')]
+assert t[('paper001', 4, 'high')]['full']['S'] == 0, t[('paper001', 4, 'high')]
+assert all(0 < x['jaccard'] < 1 and x['mixes'] == 15 for x in t.values()), t
+"
+}
+
+@test "evaluate --from: F-LCA variants in their own section only (not in the policy tables, plots, verdicts)" {
+    fx=$BATS_TEST_TMPDIR/fx
+    cp -r "$FIX" "$fx"
+    # a variant of flca in the same document: 0.12 0.20 0.06 0.40 -> 1.2 1.0 1.2 1.0 (gemver ep mvt doitgen)
+    python3 - "$fx/raw/paper001/paper001-4-low-01.json" <<'PYEOF'
+import copy, json, sys
+d = json.load(open(sys.argv[1]))
+r = copy.deepcopy([x for x in d["results"] if x["policy"] == "flca"][0])
+r["policy"] = "flca:w3=1"
+for j, t in zip(r["jobs"], [0.12, 0.20, 0.06, 0.40]):
+    j["throughput"] = t
+d["results"].append(r)
+json.dump(d, open(sys.argv[1], "w"))
+PYEOF
+    out=$BATS_TEST_TMPDIR/out
+    run "$EVAL" --from "$fx" --out "$out"
+    echo "$output"
+    [ "$status" -eq 0 ]
+    md=$(cat "$out/EVALUATION.md")
+    assert_contains "$md" "## F-LCA sensitivity"
+    assert_contains "$md" "## How independent the mixes are"
+    # median 1.1 (tie with flca: both bold), mean 1.1, IQR 0.2, C 1.2, N 1.0; bound: y = .3 .25 .3 .25,
+    # sum 1.1: total 1.1 / 1.25 = 0.88, fair 1.1 / 1.2 = 0.92, least 0.25 / 0.3 = 0.83 (tie with flca)
+    assert_contains "$md" '| `flca:w3=1` | **1.10** | **1.10** | 0.20 | – | 1.20 | 1.00 | **0.88** | **0.92** (1 of 1) | **0.83** |'
+    assert_contains "$md" '| `flca:k=2` | – | – |'
+    # the policy tables above the section and the plots know nothing of it
+    main=$(sed -n '1,/^## F-LCA sensitivity/p' "$out/EVALUATION.md")
+    [[ $main != *"flca:"* ]] || { grep -n "flca:" <<<"$main"; return 1; }
+    ! grep -q 'data-policy="flca:' "$out/paper001-4.svg"
+    grep -q '^paper001,4,low,flca:w3=1,4,1.1000,1.1000,1.0000,1.2000,0.2000,' "$out/stats.csv" ||
+        { cat "$out/stats.csv"; return 1; }
+    # the discussion's placeholders for the study and the mixes
+    run python3 - "$EVAL" "$fx" <<'PYEOF'
+import importlib.machinery, importlib.util, json, os, sys
+l = importlib.machinery.SourceFileLoader("ev", sys.argv[1]); s = importlib.util.spec_from_loader("ev", l)
+ev = importlib.util.module_from_spec(s); l.exec_module(ev)
+meta = json.load(open(os.path.join(sys.argv[2], "workloads.json")))
+wls = meta["workloads"]
+c = ev.collect(wls, ev.load_results(sys.argv[2], wls))
+print(ev.fill("{{sbest paper001 4 low mean}}|{{sbest paper001 4 low med}}|{{scell paper001 4 low flca:w3=1 fair}}|"
+              "{{sall paper001 flca:w3=1 bnd}}|{{med paper001 4 low flca:w3=1}}|{{mix paper001 4 low distinct}}",
+              c, wls, {"total": 0}))
+PYEOF
+    echo "$output"
+    [ "$status" -eq 0 ]
+    assert_equal "$output" '`flca:w3=1` 1.10|all 1.10|0.92|0.88|1.10|4' "placeholders"
+}
+
 @test "evaluate: bad usage exits 2 with a message" {
     run "$EVAL" --jobs 0
     echo "$output"
