@@ -313,12 +313,14 @@ meta = json.load(open(os.path.join(sys.argv[2], "workloads.json")))
 wls = meta["workloads"]
 c = ev.collect(wls, ev.load_results(sys.argv[2], wls))
 print(ev.fill("{{sbest paper001 4 low mean}}|{{sbest paper001 4 low med}}|{{scell paper001 4 low flca:w3=1 fair}}|"
-              "{{sall paper001 flca:w3=1 bnd}}|{{med paper001 4 low flca:w3=1}}|{{mix paper001 4 low distinct}}",
+              "{{sall paper001 flca:w3=1 bnd}}|{{med paper001 4 low flca:w3=1}}|{{mix paper001 4 low distinct}}|"
+              "{{spair paper001 4 low flca:w3=1 flca}}|{{scell paper001 4 low flca nfair}}",
               c, wls, {"total": 0}))
 PYEOF
     echo "$output"
     [ "$status" -eq 0 ]
-    assert_equal "$output" '`flca:w3=1` 1.10|all 1.10|0.92|0.88|1.10|4' "placeholders"
+    # paired: the variant's mean 1.1 against flca's 1.075 in the one workload; flca fair there
+    assert_equal "$output" '`flca:w3=1` 1.10|all 1.10|0.92|0.88|1.10|4|higher in 1, lower in 0 of 1|1' "placeholders"
 }
 
 @test "evaluate: bad usage exits 2 with a message" {
