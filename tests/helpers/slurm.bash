@@ -21,6 +21,8 @@
 #   SLURM_DIR       the directory above
 #   CS_SOCKET       the engine socket path plugstack.conf gets (socket=$SLURM_DIR/e.sock)
 #   CS_PLUGIN       the plugin under test
+#   SLURM_EXTRA_CONF  (set before slurm_start) lines appended to slurm.conf,
+#                   e.g. "PreemptMode=GANG" for Slurm's own gang scheduling
 #   SLURM_NODES     every node name (SLURM_NNODES=2 before slurm_start: two
 #                   slurmd on this machine, Debian's Slurm supports multiple
 #                   slurmd; the first is SLURM_NODE, the second SLURM_NODE"b")
@@ -282,6 +284,7 @@ EOF
         done
     fi
     echo "PartitionName=test Nodes=${SLURM_NODES// /,} Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:4" >> "$SLURM_CONF"
+    [ -z "${SLURM_EXTRA_CONF:-}" ] || printf '%s\n' "$SLURM_EXTRA_CONF" >> "$SLURM_CONF"
 
     cat > "$SLURM_DIR/cgroup.conf" <<EOF
 CgroupPlugin=cgroup/v1
