@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 static _Noreturn void bad_usage(const char *what, const char *arg)
 {
@@ -41,6 +42,39 @@ static long parse_count(const char *opt, const char *s, long max)
 		bad_usage(what, s);
 	}
 	return v;
+}
+
+/* The options every demo takes: -s SECONDS | -n ITERATIONS (default:
+ * default_iterations), -q, -h, and -m MIB (default default_mib) when
+ * default_mib > 0.  -h prints USAGE and exits 0; a bad option, value or
+ * argument prints one line and exits 2 (bad_usage). */
+struct demo_args { long iterations; double seconds; int quiet; long mib; };
+
+static struct demo_args demo_parse(int argc, char **argv, long default_iterations, long default_mib)
+{
+	struct demo_args o = { 0, 0, 0, default_mib };
+	int c;
+
+	opterr = 0;
+	while ((c = getopt(argc, argv, default_mib > 0 ? ":s:n:m:qh" : ":s:n:qh")) != -1) {
+		char opt[3] = { '-', (char)optopt, 0 };
+		switch (c) {
+		case 's': o.seconds = parse_seconds(optarg); break;
+		case 'n': o.iterations = parse_count("-n", optarg, 1000000000L); break;
+		case 'm': o.mib = parse_count("-m", optarg, 1L << 20); break;
+		case 'q': o.quiet = 1; break;
+		case 'h': printf(USAGE "\n"); exit(0);
+		case ':': bad_usage("option needs a value:", opt);
+		default: bad_usage("unknown option", opt);
+		}
+	}
+	if (optind < argc)
+		bad_usage("unexpected argument", argv[optind]);
+	if (o.seconds > 0 && o.iterations > 0)
+		bad_usage("-s and -n exclude each other", NULL);
+	if (o.seconds == 0 && o.iterations == 0)
+		o.iterations = default_iterations;
+	return o;
 }
 
 static double now(void)

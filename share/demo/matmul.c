@@ -68,28 +68,10 @@ static void multiply(const double *restrict a, const double *restrict b, double 
 
 int main(int argc, char **argv)
 {
-	long iterations = 0;
-	double seconds = 0;
-	int quiet = 0, c;
-
-	opterr = 0;
-	while ((c = getopt(argc, argv, ":s:n:qh")) != -1) {
-		char opt[3] = { '-', (char)optopt, 0 };
-		switch (c) {
-		case 's': seconds = parse_seconds(optarg); break;
-		case 'n': iterations = parse_count("-n", optarg, 1000000000L); break;
-		case 'q': quiet = 1; break;
-		case 'h': printf(USAGE "\n"); return 0;
-		case ':': bad_usage("option needs a value:", opt);
-		default: bad_usage("unknown option", opt);
-		}
-	}
-	if (optind < argc)
-		bad_usage("unexpected argument", argv[optind]);
-	if (seconds > 0 && iterations > 0)
-		bad_usage("-s and -n exclude each other", NULL);
-	if (seconds == 0 && iterations == 0)
-		iterations = DEFAULT_ITERATIONS;
+	struct demo_args o = demo_parse(argc, argv, DEFAULT_ITERATIONS, 0);
+	long iterations = o.iterations;
+	double seconds = o.seconds;
+	int quiet = o.quiet;
 
 	size_t bytes = (size_t)N * N * sizeof(double);
 	double *a = malloc(bytes), *b = malloc(bytes), *cm = malloc(bytes);
