@@ -620,3 +620,22 @@ EOF2
     echo "$output"
     [ "$status" -eq 0 ]
 }
+
+@test "simulate: policy variants NAME:KEY=VALUE run with those parameters, reported under the whole spec; bad ones refused" {
+    simulate --node paper001 --apps table2 --mix jacobi,stream,gemm,ep,syrk --policy flca,flca:w3=2,flca:k=2:w3=0 \
+        --window 60 --json
+    [ "$status" -eq 0 ] || { echo "$stderr"; return 1; }
+    python3 - "$output" <<'PY'
+import json, sys
+d = json.loads(sys.argv[1])
+got = [r["policy"] for r in d["results"]]
+assert got == ["flca", "flca:w3=2", "flca:k=2:w3=0"], got
+# the parameters took effect: K = 2 runs fewer jobs per epoch than K = 4 (five jobs)
+steps = {r["policy"]: r["steps"] for r in d["results"]}
+assert steps["flca:k=2:w3=0"] != steps["flca"], steps
+PY
+    refused --node paper001 --apps table2 --mix jacobi --policy flca:w3 -- "expected NAME or NAME:KEY=VALUE"
+    run --separate-stderr "$COSCHED" simulate --node paper001 --apps table2 --mix jacobi --policy flca:nosuch=1
+    [ "$status" -ne 0 ]
+    assert_contains "$stderr" "unknown parameter 'nosuch'"
+}
