@@ -368,7 +368,8 @@ fail_out:
  * Node engine (serve.c): a job that exists already - the first task of a
  * Slurm step, inside Slurm's cgroups - is put under control: attached,
  * confined to its allocation and frozen until a plan runs it (the epoch in
- * progress is cut, so that is at most a switch away).
+ * progress is cut and the policy asked: most run it a switch later; a policy
+ * that finishes its epochs, as flca does, at the end of the epoch).
  */
 int cs_engine_adopt(struct cs_engine *e, struct cs_job *j, pid_t pid)
 {
