@@ -156,6 +156,7 @@ struct cs_job {
     int last_step_ncpus;
     int last_step_ran;         /* it ran in the last step (an instance restarted in it counts) */
     int characterized;         /* characterizations the policy completed for it (plan()'s results) */
+    int cut_by_window;         /* its last instance was stopped by --window's end (not a failure) */
     hwloc_bitmap_t step_cpus;  /* cores the current/last step gave it (empty: frozen in it) */
     void *ctl;                 /* backend private state */
     /* counters (counters.h) */
@@ -498,8 +499,9 @@ int cs_engine_run(struct cs_engine *e);  /* exit status for main() */
  * process group, SIGKILL after e->kill_timeout.  Its end is then neither a
  * failure nor restarted. */
 void cs_engine_stop_job(struct cs_engine *e, struct cs_job *j);
-/* The policy handed back a characterization result r for job j: counted
- * (j->characterized; more than one is a re-characterization) and traced. */
+/* The policy handed back a characterization result r for job j: traced, and
+ * counted unless degraded (j->characterized; more than one is a
+ * re-characterization). */
 void cs_engine_characterized(struct cs_engine *e, struct cs_job *j, const struct cs_stored *r);
 
 #endif

@@ -134,8 +134,10 @@ static void trace_job_event(struct cs_engine *e, struct cs_job *j, const char *e
 {
     if (e->trace == NULL)
         return;
-    fprintf(e->trace, "{\"type\":\"job\",\"event\":\"%s\",\"time\":%.6f,\"id\":%d,\"name\":\"%s\",\"instance\":%d",
-            ev, cs_now() - e->t0, j->id, j->name, j->runs_started);
+    fprintf(e->trace, "{\"type\":\"job\",\"event\":\"%s\",\"time\":%.6f,\"id\":%d,\"name\":", ev, cs_now() - e->t0,
+            j->id);
+    cs_json_str(e->trace, j->name);
+    fprintf(e->trace, ",\"instance\":%d", j->runs_started);
     if (j->pid > 0)
         fprintf(e->trace, ",\"pid\":%d", (int)j->pid);
     if (strcmp(ev, "end") == 0) {
@@ -150,7 +152,8 @@ static void trace_job_event(struct cs_engine *e, struct cs_job *j, const char *e
 
 void cs_engine_characterized(struct cs_engine *e, struct cs_job *j, const struct cs_stored *r)
 {
-    j->characterized++;
+    if (!r->degraded)           /* a degraded result measured nothing */
+        j->characterized++;
     if (e->trace == NULL)
         return;
     fprintf(e->trace, "{\"type\":\"characterized\",\"time\":%.6f,\"id\":%d,\"name\":", cs_now() - e->t0, j->id);
@@ -650,7 +653,8 @@ static void step_end(struct cs_engine *e, struct stepstate *ss, const int *was_l
         j->last_step_ncpus = hwloc_bitmap_weight(j->cpus);
         /* an instance restarted during the step starts frozen: the step
          * belongs to the instance that ran in it */
-        int frozen_now = j->frozen && !j->fresh;
+        int fresh = j->fresh;
+        int frozen_now = j->frozen && !fresh;
         j->fresh = 0;
         j->last_step_ran = ss->run[i] && !frozen_now;
         if (j->last_step_ran) {
@@ -665,9 +669,15 @@ static void step_end(struct cs_engine *e, struct stepstate *ss, const int *was_l
             /* the cpus of the step: an instance that ended in it may have been unconfined since */
             char *c = cs_bitmap_list(ss->run[i] > 0 && ss->st && !j->allowed ? ss->st->jobs[ss->run[i] - 1].cpus
                                                                               : j->cpus);
-            fprintf(e->trace, "%s{\"id\":%d,\"name\":\"%s\",\"state\":\"%s\",\"cpus\":\"%s\",\"cpu_s\":%.6f",
-                    first ? "" : ",", j->id, j->name, (!ss->run[i] == !frozen_now) ? "stuck" : ss->run[i] ? "run" : "frozen", c,
-                    cpu);
+            /* the state shown: the mechanism's, except for an instance started
+             * during the step (or before the first), which starts frozen: the
+             * plan's then (its predecessor ran, or it waited frozen); "stuck"
+             * only where the mechanism disagrees with the plan */
+            int shown_frozen = fresh ? !ss->run[i] : j->frozen;
+            fprintf(e->trace, "%s{\"id\":%d,\"name\":", first ? "" : ",", j->id);
+            cs_json_str(e->trace, j->name);
+            fprintf(e->trace, ",\"state\":\"%s\",\"cpus\":\"%s\",\"cpu_s\":%.6f",
+                    (!ss->run[i] == !shown_frozen) ? "stuck" : ss->run[i] ? "run" : "frozen", c, cpu);
             trace_metrics(e, j);
             fputc('}', e->trace);
             free(c);
@@ -768,6 +778,7 @@ static void instance_end(struct cs_engine *e, struct runstate *rs, struct cs_job
     int killed_by_us = (rs->window_closed && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) ||
                        (was_stopped && WIFSIGNALED(status));
     int ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    j->cut_by_window = rs->window_closed && killed_by_us;
     if (ok)
         j->runs_done++;
     else if (!killed_by_us) {
@@ -984,6 +995,10 @@ static void print_summary(struct cs_engine *e)
         int s = j->last_status;
         if (j->runs_started == 0)
             snprintf(st, sizeof st, "not started");
+        else if (j->cut_by_window && !j->failed)
+            snprintf(st, sizeof st, "ok, last run cut by the window");
+        else if (j->cut_by_window)
+            snprintf(st, sizeof st, "cut by the window (earlier run failed)");
         else if (WIFEXITED(s))
             snprintf(st, sizeof st, "exit %d%s", WEXITSTATUS(s), j->failed ? " (failed)" : "");
         else if (WIFSIGNALED(s))

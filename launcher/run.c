@@ -629,8 +629,11 @@ static int run_or_classify(int argc, char **argv, struct classify *cl)
 
     {
         char *m = cs_bitmap_list(e.managed);
+        char win[48] = "";
+        if (e.window > 0)
+            snprintf(win, sizeof win, ", window %g s", e.window);
         cs_info("%d job(s), policy %s, quantum %g s, cpus %s (%d core(s)), control %s%s", e.njobs,
-                cs_policy_name(e.policy), e.quantum, m, ncores, e.ctl->name, e.window > 0 ? ", window" : "");
+                cs_policy_name(e.policy), e.quantum, m, ncores, e.ctl->name, win);
         free(m);
     }
     if (cl) {

@@ -901,8 +901,11 @@ int cs_cmd_simulate(int argc, char **argv)
         fclose(t);
     }
 
+    char win[48] = "";
+    if (su.window > 0)
+        snprintf(win, sizeof win, ", window %g s", su.window);
     cs_info("simulate: node %s, apps %s, model %s, %d job(s), %d polic%s, quantum %g s%s", node->name, apps->name,
-            model, su.n, npols, npols == 1 ? "y" : "ies", su.quantum, su.window > 0 ? ", window" : "");
+            model, su.n, npols, npols == 1 ? "y" : "ies", su.quantum, win);
     res = calloc(npols, sizeof *res);
     status = 0;
     for (int k = 0; k < npols; k++) {

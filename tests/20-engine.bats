@@ -134,6 +134,10 @@ teardown() {
         [ "$done" -ge 3 ]
     done
     [ "$(grep -c '"event":"start"' t.jsonl)" -ge 6 ]
+    # the window's size is said, and a run the window's end stopped is no failure
+    assert_contains "$output" "window 2 s"
+    assert_contains "$output" "ok, last run cut by the window"
+    [[ $output != *"signal 9"* ]]
 }
 
 @test "output: prefixed lines, files, inherit" {
@@ -206,4 +210,31 @@ PY
     [ "$pages" -ge 24000 ]
     first_node=$(cosched_first_numa_node)
     assert_contains "$output" "home $first_node"
+}
+
+@test "trace: valid JSON whatever the job names; jobs waiting for their first quantum are frozen, not stuck" {
+    requires python3
+    # a name with a quote, a backslash and a tab; four jobs under gang, so three wait
+    # frozen in the first step without having run yet (they were "stuck" before)
+    printf '%s\n' "name='a\"b\\c' -- $PROGS/spin -c 0.15" "name=two -- $PROGS/spin -c 0.15" \
+        "name=three -- $PROGS/spin -c 0.15" "name=four -- $PROGS/spin -c 0.15" > jobs.txt
+    run "$COSCHED" run --policy gang --quantum 100ms --trace t.jsonl --jobs jobs.txt
+    echo "$output"
+    [ "$status" -eq 0 ]
+    run python3 - t.jsonl <<'PY'
+import json, sys
+names, states = set(), []
+for n, line in enumerate(open(sys.argv[1]), 1):
+    d = json.loads(line)                       # every line parses
+    if d["type"] == "job":
+        names.add(d["name"])
+    elif d["type"] == "step":
+        states += [j["state"] for j in d["jobs"]]
+assert 'a"b\\c' in names, names
+assert "stuck" not in states, states
+assert states.count("frozen") >= 3, states
+print("ok", len(states))
+PY
+    echo "$output"
+    [ "$status" -eq 0 ]
 }

@@ -76,7 +76,9 @@ PY
     assert_contains "$output" "class unknown: nothing could be counted ("
     assert_contains "$output" "); give class= in job files"
     assert_contains "$output" "stored           no (a degraded result is never stored)"
-    if pid_alive "$(cat spin.pid)"; then false; fi
+    # nothing can be counted: the result comes in the first plan and the
+    # program is stopped at once, possibly before it wrote its pid file
+    if [ -s spin.pid ] && pid_alive "$(cat spin.pid)"; then false; fi
     [ ! -e st ] || [ -z "$(ls -A st)" ] || { echo "stored: $(ls -A st)"; false; }
     run "$COSCHED" classify --json --store st --counters none --quantum 100ms -- "$PROGS/spin" -c 5
     [ "$status" -eq 0 ]

@@ -157,7 +157,9 @@ NO COUNTERS
 When the snapshot says that nothing is counted on this run (snap.counters
 == "none": no PMU, --counters none) a job is never characterized: it is
 ready when first seen, degraded and with its hint as class (else
-"unknown"), and reason = "no counters on this run".  Spending quanta on
+"unknown"), and reason = "no counters on this run"; results() hands back its
+degraded result in that same plan (cosched classify reports it at once; the
+profile store never keeps a degraded result).  Spending quanta on
 measurements that cannot come would only run jobs alone (paper 001's
 characterization reserves the LLC domain) and delay everyone.
 
@@ -697,6 +699,7 @@ function C:update(snap)
           rec.degraded, rec.blind, rec.characterizing = true, true, false
           rec.reason = "no counters on this run"
           rec.missed, rec.usable, rec.strike = 0, 0, 0
+          self.done[id] = true        -- its (degraded) result, at once: never stored
         else
           start(self, rec)
         end
