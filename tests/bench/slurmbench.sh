@@ -12,16 +12,8 @@
 #   nonotice   --cosched=gang, start=none and no engine (one notice line)
 set -euo pipefail
 N=${1:-30}
-COSCHED_SRCDIR=$(cd "$(dirname "$0")/../.." && pwd)
-COSCHED_BUILDDIR=${COSCHED_BUILDDIR:-$PWD}
-export COSCHED_SRCDIR COSCHED_BUILDDIR
-# the helpers are written for bats; these two stand in for its own
-skip() { echo "skip: $*" >&2; exit 0; }
-BATS_FILE_TMPDIR=
-# shellcheck source=../helpers/common.bash
-. "$COSCHED_SRCDIR/tests/helpers/common.bash"
-# shellcheck source=../helpers/slurm.bash
-. "$COSCHED_SRCDIR/tests/helpers/slurm.bash"
+# shellcheck source=../helpers/standalone.bash
+. "$(dirname "$0")/../helpers/standalone.bash"
 
 slurm_start
 [ -z "${SLURM_SKIP:-}" ] || { echo "cannot run: $SLURM_SKIP" >&2; exit 1; }

@@ -30,15 +30,8 @@
 # table at the end.
 set -euo pipefail
 SCALE=${1:-1}
-COSCHED_SRCDIR=$(cd "$(dirname "$0")/../.." && pwd)
-COSCHED_BUILDDIR=${COSCHED_BUILDDIR:-$PWD}
-export COSCHED_SRCDIR COSCHED_BUILDDIR
-skip() { echo "skip: $*" >&2; exit 0; }
-BATS_FILE_TMPDIR=
-# shellcheck source=../helpers/common.bash
-. "$COSCHED_SRCDIR/tests/helpers/common.bash"
-# shellcheck source=../helpers/slurm.bash
-. "$COSCHED_SRCDIR/tests/helpers/slurm.bash"
+# shellcheck source=../helpers/standalone.bash
+. "$(dirname "$0")/../helpers/standalone.bash"
 
 DEMO=$COSCHED_BUILDDIR/share/demo
 for k in stream matmul compute barrier; do
