@@ -170,9 +170,13 @@ const struct cs_counter_ops *cs_counters_select(const char *spec, const struct c
                         p->nevents);
                 return order[i];
             }
-        cs_info("counters: none: profile %s cannot be counted here (perf: %s; likwid: %s); policies get no "
-                "measurements",
-                p->name, whys[1], whys[0]);
+        /* one short line by default (most VMs and laptops land here on every
+         * run); what each backend said with -v */
+        cs_info("counters: none: profile %s cannot be counted here (%s); policies get no measurements%s", p->name,
+                strstr(whys[1], "no hardware PMU") || strstr(whys[0], "no PMU") ? "no hardware PMU"
+                                                                                 : "neither perf nor likwid counts its events",
+                cs_verbosity >= CS_LOG_DEBUG ? "" : " (-v says why)");
+        cs_debug("counters: perf: %s; likwid: %s", whys[1], whys[0]);
         return &cs_counters_none;
     }
 }
