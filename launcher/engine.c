@@ -1221,7 +1221,7 @@ release:
     e->cnt->fini(e);
     cs_guard_done();
     out_drain_all();
-    if (nprepared == e->njobs && !e->serve)
+    if (nprepared == e->njobs && !e->serve && cs_verbosity >= CS_LOG_INFO)   /* --quiet: none */
         print_summary(e);
 out:
     cs_plan_free(&plan);

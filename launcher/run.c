@@ -65,7 +65,7 @@ static const struct opt run_opts[] = {
     { "store", 1, O_STORE, "DIR|none", "profile store (default $XDG_CACHE_HOME/cosched/profiles or ~/.cache/cosched/profiles)" },
     { "store-ttl", 1, O_STORE_TTL, "DURATION", "ignore stored profiles older than this (default 30d; e.g. 12h, 90m)" },
     { "reprofile", 0, O_REPROFILE, NULL, "ignore stored profiles (new results still replace them)" },
-    { "verbose", 0, O_VERBOSE, NULL, "more messages (repeat for debug)" },
+    { "verbose", 0, O_VERBOSE, NULL, "debug messages too (each plan, each counter backend's answer)" },
     { "quiet", 0, O_QUIET, NULL, "only warnings and errors" },
     { "help", 0, O_HELP, NULL, "this text" },
     { NULL, 0, 0, NULL, NULL },

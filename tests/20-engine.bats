@@ -238,3 +238,15 @@ PY
     echo "$output"
     [ "$status" -eq 0 ]
 }
+
+@test "--quiet: only warnings and errors, no summary; -v: debug (each plan)" {
+    run "$COSCHED" run -q --policy gang --quantum 100ms -- "$PROGS/spin" -c 0.1 ::: "$PROGS/spin" -c 0.1 -x 3
+    echo "$output"
+    [ "$status" -eq 3 ]
+    [[ $output != *"summary"* ]]
+    assert_contains "$output" "job 2 (spin-2): exited with status 3"     # a warning still shows
+    run "$COSCHED" run -v --policy gang --quantum 100ms -- "$PROGS/spin" -c 0.1
+    [ "$status" -eq 0 ]
+    assert_contains "$output" "plan() took"
+    assert_contains "$output" "summary (policy gang"
+}
