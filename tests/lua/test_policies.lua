@@ -280,6 +280,13 @@ check("lca on 2 LLCs: two pairs per quantum, one per LLC domain", function()
   return #j == 4 and dom(j[1]) == dom(j[2]) and dom(j[3]) == dom(j[4]) and dom(j[1]) ~= dom(j[3])
      and #j[1].cpus == 4
 end)
+-- the sorted ids of the jobs a step runs, "1,3"
+local function ids_of(step)
+  local l = {}
+  for _, e in ipairs(step.jobs) do l[#l + 1] = e.id end
+  table.sort(l)
+  return table.concat(l, ",")
+end
 check("flca, 6 jobs, one LLC: K = 4, two steps of 2 quanta, LCA pairs of the 4 oldest, folded", function()
   local p, params = load_policy("flca", { characterize = "no" })
   local node = classes_node(8, 1, { "S", "C", "N", "C", "S", "N" })
@@ -318,33 +325,26 @@ end)
 check("flca: 4 jobs {S,C,S,C}: K = 4 (four or more jobs), S with S and C with C, both pairs every epoch", function()
   local p, params = load_policy("flca", { characterize = "no" })
   local node = classes_node(8, 1, { "S", "C", "S", "C" })
-  local ran, plan = run_epoch(node, p, params)
+  local _, plan = run_epoch(node, p, params)
   if #plan ~= 2 then return false, "steps " .. #plan end
-  local a, b = ran[1], ran[2]
-  table.sort(a)
-  table.sort(b)
-  local got = table.concat(a, ",") .. " " .. table.concat(b, ",")
+  local got = ids_of(plan[1]) .. " " .. ids_of(plan[2])
   return (got == "1,3 2,4" or got == "2,4 1,3") and #plan[1].jobs[1].cpus == 4, got
 end)
 -- an epoch cut after `cut` seconds of its first step (a job's instance ended
--- and restarted: the engine asks again), then planned again
-local function cut_epoch(node, p, params, cut)
+-- and restarted: the engine asks again), then planned again; between(plan),
+-- when given, runs after the cut and before the new plan
+local function cut_epoch(node, p, params, cut, between)
   local snap = node:snapshot(params)
   local plan = p.plan(snap)
   local ok, err = fake.validate(snap, plan)
   if not ok then error(err, 0) end
   node:run { { duration = cut, jobs = plan[1].jobs } }
+  if between then between(plan) end
   local snap2 = node:snapshot(params)
   local plan2 = p.plan(snap2)
   ok, err = fake.validate(snap2, plan2)
   if not ok then error(err, 0) end
   return plan, plan2
-end
-local function ids_of(step)
-  local l = {}
-  for _, e in ipairs(step.jobs) do l[#l + 1] = e.id end
-  table.sort(l)
-  return table.concat(l, ",")
 end
 check("flca: an epoch cut by a restart is continued: the round in progress for its time left, then the next", function()
   local p, params = load_policy("flca", { characterize = "no" })
@@ -369,15 +369,11 @@ end)
 check("flca: a job that leaves mid-epoch is taken out; its partner keeps the pair's group", function()
   local p, params = load_policy("flca", { characterize = "no" })
   local node = classes_node(8, 1, { "S", "C", "N", "C", "S", "N" })
-  local snap = node:snapshot(params)
-  local plan = p.plan(snap)
-  node:run { { duration = 0.05, jobs = plan[1].jobs } }
-  local gone = plan[1].jobs[1].id
-  node:remove(gone)
-  local snap2 = node:snapshot(params)
-  local plan2 = p.plan(snap2)
-  local ok, err = fake.validate(snap2, plan2)
-  if not ok then return false, err end
+  local gone
+  local plan, plan2 = cut_epoch(node, p, params, 0.05, function(pl)
+    gone = pl[1].jobs[1].id
+    node:remove(gone)
+  end)
   local left = plan2[1].jobs
   return #plan2 == 2 and #left == 1 and left[1].id ~= gone and #left[1].cpus == 8
      and ids_of(plan2[2]) == ids_of(plan[2]), ids_of(plan2[1]) .. " " .. #left[1].cpus
