@@ -60,6 +60,7 @@ int cs_parse_long(const char *s, long lo, long hi, long *out);
 /* Write/read a small control file; -1 with errno set on failure. */
 int cs_write_file(const char *path, const char *s);
 int cs_read_file(const char *path, char *buf, size_t len);
+FILE *cs_fopen_write(const char *path);
 char *cs_strdup_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Where the shipped data (lua/, profiles/) is: $COSCHED_DATADIR, else the
  * installed location, else - for a cosched run from its build tree - the
@@ -233,6 +234,9 @@ struct cs_control_ops {
     void (*fini)(struct cs_engine *e);
     /* Guardian side: restore what record describes. */
     void (*rescue)(const char *record);
+    /* Optional guardian side: only thaw what record describes (the
+     * guardian thaws every record first, then restores the rest). */
+    void (*rescue_thaw)(const char *record);
     /* Optional (NULL: call freeze() per job): freeze n jobs at once - start
      * every freeze, then wait for all against one bound, so that the waits
      * overlap instead of adding up (a thread must get a CPU once to stop,
@@ -255,6 +259,9 @@ extern const struct cs_control_ops cs_control_sim;
  * apart); -1 with why. */
 /* Thaw Slurm step freezers a dead engine left frozen; how many (slurm.c). */
 int cs_slurm_thaw_leftovers(void);
+int cs_slurm_keep_state(const char *dir);
+int cs_slurm_restore_held(void);
+void cs_slurm_set_kill_grace(double seconds);
 int cs_slurm_step_cpus(pid_t pid, unsigned long job, unsigned long step, hwloc_bitmap_t cpus,
                        char *where, size_t wlen, char *why, size_t len);
 /* Pick by name ("auto" chooses the best usable one and says which). */
@@ -332,6 +339,9 @@ void cs_guard_record(const char *fmt, ...) __attribute__((format(printf, 1, 2)))
 void cs_guard_forget(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Normal shutdown: everything restored by the engine itself. */
 void cs_guard_done(void);
+/* Run rescue(record) in a child process, waited for at most timeout s
+ * (then killed): a rescue that crashes or hangs costs one record, not all. */
+int cs_rescue_isolated(void (*rescue)(const char *), const char *record, double timeout);
 
 /* ---------------------------------------------------------------- policy */
 struct cs_plan_job { int job; hwloc_bitmap_t cpus; hwloc_bitmap_t mems; };

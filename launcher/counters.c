@@ -206,7 +206,7 @@ int cs_counters_record_open(const char *path, const struct cs_profile *p)
         cs_err("--record-counters %s: already recording to %s", path, rec.path);
         return -1;
     }
-    if ((rec.f = fopen(path, "we")) == NULL) {
+    if ((rec.f = cs_fopen_write(path)) == NULL) {
         cs_err("--record-counters %s: cannot create the file: %s", path, strerror(errno));
         return -1;
     }

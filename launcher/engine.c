@@ -175,7 +175,7 @@ static int job_outputs(struct cs_engine *e, struct cs_job *j, int *ofd, int *efd
     case CS_OUT_FILES: {
         char *o = cs_strdup_printf("%s/%s.out", e->output_dir, j->name);
         char *er = cs_strdup_printf("%s/%s.err", e->output_dir, j->name);
-        int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (j->runs_started ? O_APPEND : O_TRUNC);
+        int flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | (j->runs_started ? O_APPEND : O_TRUNC);
         *ofd = open(o, flags, 0644);
         *efd = *ofd >= 0 ? open(er, flags, 0644) : -1;
         if (*ofd < 0 || *efd < 0) {

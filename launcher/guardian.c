@@ -52,6 +52,7 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cosched.h"
@@ -164,10 +165,52 @@ static void detach(void)
     }
 }
 
+int cs_rescue_isolated(void (*rescue)(const char *), const char *record, double timeout)
+{
+    double t0 = cs_now();
+    int status;
+    pid_t pid = fork();
+
+    if (pid < 0) {
+        cs_warn("guardian: cannot fork (%s): restoring '%s' in this process", strerror(errno), record);
+        rescue(record);
+        return 0;
+    }
+    if (pid == 0) {
+        rescue(record);
+        _exit(0);
+    }
+    for (;;) {
+        pid_t r = waitpid(pid, &status, WNOHANG);
+        if (r == pid)
+            break;
+        if (r < 0 && errno != EINTR)
+            return -1;
+        if (cs_now() - t0 > timeout) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            cs_err("guardian: restoring '%s' took more than %.0f s: stopped, going on with the others",
+                   record, timeout);
+            return -1;
+        }
+        struct timespec ts = { 0, 2000000 };
+        nanosleep(&ts, NULL);
+    }
+    if (WIFSIGNALED(status)) {
+        cs_err("guardian: restoring '%s' failed (signal %d), going on with the others", record,
+               WTERMSIG(status));
+        return -1;
+    }
+    return 0;
+}
+
+/* Newest first; with rescue_thaw, every record is thawed before any is
+ * given its cores back.  Each in a process of its own: a record whose
+ * restore crashes or hangs cannot keep the others frozen or confined. */
 static void rescue_all(const struct cs_control_ops *ops, struct records *r, pid_t engine)
 {
     double t0 = cs_now();
-    size_t i = r->n;
+    size_t i;
 
     if (!r->n) {
         cs_debug("guardian: cosched (pid %ld) ended with nothing to restore", (long)engine);
@@ -175,9 +218,11 @@ static void rescue_all(const struct cs_control_ops *ops, struct records *r, pid_
     }
     cs_warn("guardian: cosched (pid %ld) ended without restoring its jobs; restoring %zu item(s)",
             (long)engine, r->n);
-    while (i-- > 0) {
+    for (i = r->n; ops->rescue_thaw && i-- > 0;)
+        cs_rescue_isolated(ops->rescue_thaw, r->v[i], 10.0);
+    for (i = r->n; i-- > 0;) {
         cs_debug("guardian: rescue %s", r->v[i]);
-        ops->rescue(r->v[i]);
+        cs_rescue_isolated(ops->rescue, r->v[i], 30.0);
     }
     cs_warn("guardian: done in %.1f ms", (cs_now() - t0) * 1e3);
 }

@@ -35,6 +35,7 @@
 #include <limits.h>
 #include <ctype.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,7 +66,7 @@
 #define STEP_MAX        3600.0
 #define NAME_MAX_LEN    64
 
-enum overrun { OVER_NONE, OVER_TIME, OVER_INSNS, OVER_MEM, OVER_MEM_HARD };
+enum overrun { OVER_NONE, OVER_TIME, OVER_INSNS, OVER_MEM, OVER_MEM_HARD, OVER_SIGNAL };
 
 struct cs_policy {
     char *name;                /* as selected: NAME of NAME.lua */
@@ -214,6 +215,14 @@ static void *cs_lua_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
 
 /* ------------------------------------------------------ limits (hook) */
 
+static int stop_pending(void)
+{
+    sigset_t set;
+
+    return sigpending(&set) == 0 &&
+           (sigismember(&set, SIGTERM) == 1 || sigismember(&set, SIGINT) == 1 || sigismember(&set, SIGHUP) == 1);
+}
+
 static void cs_hook(lua_State *L, lua_Debug *ar)
 {
     struct cs_policy *p = getp(L);
@@ -230,6 +239,10 @@ static void cs_hook(lua_State *L, lua_Debug *ar)
             p->why = OVER_INSNS;
         if (!p->why && cs_now() > p->deadline)
             p->why = OVER_TIME;
+        /* a stop signal (blocked: the engine reads them from a signalfd) is
+         * acted on within a few ms whatever the policy does */
+        if (!p->why && (p->ticks & 63) == 0 && stop_pending())
+            p->why = OVER_SIGNAL;
         if (!p->why)
             return;
         if (lua_getinfo(L, "Sl", ar) && ar->currentline > 0)
@@ -329,6 +342,10 @@ static char *failure(struct cs_policy *p, const char *what, int status)
         fmt_bytes(lim, sizeof lim, p->mem_limit);
         out = xprintf("policy %s (%s): %s exceeded its memory limit of %s",
                       p->name, p->file, what, lim);
+        break;
+    case OVER_SIGNAL:
+        out = xprintf("policy %s (%s): %s stopped: cosched received a signal to stop (at %s)",
+                      p->name, p->file, what, p->where[0] ? p->where : "?");
         break;
     default:
         if (p->verr)
@@ -658,6 +675,258 @@ static const luaL_Reg cosched_lib[] = {
     { NULL, NULL }
 };
 
+/* ------------------------------------------------- C library limits */
+
+/*
+ * The instruction budget and the deadline are checked by the count hook,
+ * which runs between Lua instructions only: a C function of the standard
+ * library that loops inside one call is never interrupted.  Those that can
+ * loop for long on a small input are wrapped here (in the library tables
+ * themselves, so that s:rep() is covered too):
+ *
+ *   string.rep              "" repeated n times: "" at once (the loop would
+ *                           run n times writing nothing)
+ *   string.find/match/      the matcher backtracks: a call whose worst case
+ *   gmatch/gsub             (subject length + 1)^(quantifiers + %b + %1..9,
+ *                           + 1 unless anchored) x pattern length exceeds
+ *                           MATCH_BUDGET steps is refused; plain finds cost
+ *                           subject x pattern length
+ *   table.insert/remove/    walk #t elements, and # may be any number a
+ *   move/sort/concat/       __len returns: at most LOOP_MAX elements per call
+ *   unpack                  (# is taken once, then the loop is bounded)
+ *
+ * What is left - allocation-bound work such as string.rep("x", n) - is
+ * bounded by the memory cap.  cosched-policy(7) LIMITS lists them.
+ */
+#define LOOP_MAX     (1 << 20)
+#define MATCH_BUDGET 33554432.0     /* 2^25 steps, ~0.1 s */
+
+static int lim_error(lua_State *L, const char *fn, const char *fmt, ...)
+{
+    va_list ap;
+
+    push_where(L);
+    lua_pushfstring(L, "%s: ", fn);
+    va_start(ap, fmt);
+    lua_pushvfstring(L, fmt, ap);
+    va_end(ap);
+    lua_pushliteral(L, " (a limit of the policy host: cosched-policy(7) LIMITS)");
+    lua_concat(L, 4);
+    return lua_error(L);
+}
+
+/* Call the wrapped library function (upvalue 1) with the arguments as they are. */
+static int call_orig(lua_State *L)
+{
+    int n = lua_gettop(L);
+
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_insert(L, 1);
+    lua_call(L, n, LUA_MULTRET);
+    return lua_gettop(L);
+}
+
+static int w_rep(lua_State *L)
+{
+    size_t l, lsep = 0;
+
+    luaL_checklstring(L, 1, &l);
+    luaL_checkinteger(L, 2);
+    luaL_optlstring(L, 3, "", &lsep);
+    if (l + lsep == 0) {
+        lua_pushliteral(L, "");
+        return 1;
+    }
+    return call_orig(L);
+}
+
+/* Worst-case matcher steps of pattern p on a subject of ls bytes. */
+static double match_cost(const char *p, size_t lp, size_t ls, int may_anchor)
+{
+    double n1 = (double)ls + 1, cost = (double)lp + 1;
+    size_t i = 0;
+
+    if (may_anchor && lp > 0 && p[0] == '^')
+        i = 1;
+    else
+        cost *= n1;
+    while (i < lp) {
+        char c = p[i++];
+        if (c == '%' && i < lp) {
+            char k = p[i++];
+            if (k == 'b' || (k >= '1' && k <= '9'))
+                cost *= n1;                 /* a scan of the subject per try */
+            if (k == 'b')
+                i += 2;
+        } else if (c == '[') {
+            if (i < lp && p[i] == '^')
+                i++;
+            if (i < lp && p[i] == ']')
+                i++;
+            while (i < lp && p[i] != ']')
+                i += p[i] == '%' ? 2 : 1;
+            i++;
+        } else if (c == '*' || c == '+' || c == '-') {
+            cost *= n1;
+        } else if (c == '?') {
+            cost *= 2;
+        }
+        if (cost > 1e300)
+            break;
+    }
+    return cost;
+}
+
+static int w_match_like(lua_State *L, const char *fn, int plain_arg, int may_anchor)
+{
+    size_t ls, lp;
+    const char *p;
+    double cost;
+
+    luaL_checklstring(L, 1, &ls);
+    p = luaL_checklstring(L, 2, &lp);
+    if (plain_arg && lua_toboolean(L, plain_arg))
+        cost = ((double)ls + 1) * ((double)lp + 1);
+    else
+        cost = match_cost(p, lp, ls, may_anchor);
+    if (cost > MATCH_BUDGET) {
+        char c[32], m[32];
+        snprintf(c, sizeof c, "%.1e", cost);
+        snprintf(m, sizeof m, "%.1e", MATCH_BUDGET);
+        return lim_error(L, fn, "pattern '%s' on a %I-byte subject could take about %s steps (at most %s)",
+                         lp > 40 ? "(long pattern)" : p, (LUAI_UACINT)ls, c, m);
+    }
+    return call_orig(L);
+}
+
+static int w_find(lua_State *L) { return w_match_like(L, "string.find", 4, 1); }
+static int w_match(lua_State *L) { return w_match_like(L, "string.match", 0, 1); }
+static int w_gmatch(lua_State *L) { return w_match_like(L, "string.gmatch", 0, 0); }
+static int w_gsub(lua_State *L) { return w_match_like(L, "string.gsub", 0, 1); }
+
+/* #t taken once (it may run a __len), bounded. */
+static lua_Integer bounded_len(lua_State *L, int idx, const char *fn)
+{
+    lua_Integer n;
+
+    luaL_checktype(L, idx, LUA_TTABLE);
+    n = luaL_len(L, idx);
+    if (n > LOOP_MAX || n < 0)
+        lim_error(L, fn, "the table's length is %I (at most %d elements per call)", (LUAI_UACINT)n, LOOP_MAX);
+    return n;
+}
+
+static int w_insert(lua_State *L)
+{
+    lua_Integer e = bounded_len(L, 1, "table.insert") + 1, pos;
+
+    switch (lua_gettop(L)) {
+    case 2:
+        lua_seti(L, 1, e);
+        return 0;
+    case 3:
+        pos = luaL_checkinteger(L, 2);
+        luaL_argcheck(L, (lua_Unsigned)pos - 1u < (lua_Unsigned)e, 2, "position out of bounds");
+        for (lua_Integer i = e; i > pos; i--) {
+            lua_geti(L, 1, i - 1);
+            lua_seti(L, 1, i);
+        }
+        lua_seti(L, 1, pos);
+        return 0;
+    default:
+        return luaL_error(L, "wrong number of arguments to 'insert'");
+    }
+}
+
+static int w_remove(lua_State *L)
+{
+    lua_Integer size = bounded_len(L, 1, "table.remove");
+    lua_Integer pos = luaL_optinteger(L, 2, size);
+
+    if (pos != size)
+        luaL_argcheck(L, (lua_Unsigned)pos - 1u <= (lua_Unsigned)size, 2, "position out of bounds");
+    lua_geti(L, 1, pos);
+    for (; pos < size; pos++) {
+        lua_geti(L, 1, pos + 1);
+        lua_seti(L, 1, pos);
+    }
+    lua_pushnil(L);
+    lua_seti(L, 1, pos);
+    return 1;
+}
+
+static int w_move(lua_State *L)
+{
+    lua_Integer f = luaL_checkinteger(L, 2), e = luaL_checkinteger(L, 3);
+
+    if (e >= f && (e - f >= LOOP_MAX || e - f < 0))
+        return lim_error(L, "table.move", "%I to %I is more than %d elements", (LUAI_UACINT)f, (LUAI_UACINT)e,
+                         LOOP_MAX);
+    return call_orig(L);
+}
+
+/* concat and unpack: j given explicitly, so the library takes no # of its own */
+static int w_range(lua_State *L, const char *fn, int iarg)
+{
+    lua_Integer i, j;
+
+    luaL_checktype(L, 1, LUA_TTABLE);
+    i = luaL_optinteger(L, iarg, 1);
+    j = lua_isnoneornil(L, iarg + 1) ? bounded_len(L, 1, fn) : luaL_checkinteger(L, iarg + 1);
+    if (j >= i && (j - i >= LOOP_MAX || j - i < 0))
+        return lim_error(L, fn, "%I to %I is more than %d elements", (LUAI_UACINT)i, (LUAI_UACINT)j, LOOP_MAX);
+    lua_settop(L, iarg + 1);
+    lua_pushinteger(L, i);
+    lua_replace(L, iarg);
+    lua_pushinteger(L, j);
+    lua_replace(L, iarg + 1);
+    return call_orig(L);
+}
+
+static int w_concat(lua_State *L)
+{
+    if (lua_isnoneornil(L, 2)) {
+        lua_settop(L, 2);
+        lua_pushliteral(L, "");
+        lua_replace(L, 2);
+    }
+    return w_range(L, "table.concat", 3);
+}
+
+static int w_unpack(lua_State *L) { return w_range(L, "table.unpack", 2); }
+
+/* sort a plain copy (its length is its own), then write it back */
+static int w_sort(lua_State *L)
+{
+    lua_Integer n = bounded_len(L, 1, "table.sort");
+
+    if (!lua_isnoneornil(L, 2))
+        luaL_checktype(L, 2, LUA_TFUNCTION);
+    lua_settop(L, 2);
+    lua_createtable(L, (int)n, 0);                  /* t comp copy */
+    for (lua_Integer i = 1; i <= n; i++) {
+        lua_geti(L, 1, i);
+        lua_rawseti(L, 3, i);
+    }
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_pushvalue(L, 3);
+    lua_pushvalue(L, 2);
+    lua_call(L, 2, 0);
+    for (lua_Integer i = 1; i <= n; i++) {
+        lua_rawgeti(L, 3, i);
+        lua_seti(L, 1, i);
+    }
+    return 0;
+}
+
+/* Replace lib[name] (lib at the top of the stack) by f with the original as upvalue. */
+static void wrap(lua_State *L, const char *name, lua_CFunction f)
+{
+    lua_getfield(L, -1, name);
+    lua_pushcclosure(L, f, 1);
+    lua_setfield(L, -2, name);
+}
+
 /* Build the sandbox in the state's global table. */
 static int setup_sandbox(lua_State *L)
 {
@@ -717,8 +986,19 @@ static int setup_sandbox(lua_State *L)
     lua_getfield(L, -1, LUA_STRLIBNAME);
     lua_pushnil(L);
     lua_setfield(L, -2, "dump");                               /* no bytecode */
+    wrap(L, "rep", w_rep);
+    wrap(L, "find", w_find);
+    wrap(L, "match", w_match);
+    wrap(L, "gmatch", w_gmatch);
+    wrap(L, "gsub", w_gsub);
     lua_pop(L, 1);
     lua_getfield(L, -1, LUA_TABLIBNAME);
+    wrap(L, "insert", w_insert);
+    wrap(L, "remove", w_remove);
+    wrap(L, "move", w_move);
+    wrap(L, "sort", w_sort);
+    wrap(L, "concat", w_concat);
+    wrap(L, "unpack", w_unpack);
     lua_getfield(L, -1, "unpack");
     lua_setfield(L, -3, "unpack");                             /* 5.1 habit */
     lua_pop(L, 1);
@@ -1865,6 +2145,35 @@ static void managed_str(struct cs_engine *e, char *buf, size_t len)
         strcpy(buf + len - 4, "...");
 }
 
+/*
+ * The engine reads what plan() returns raw: no metamethod runs while a plan
+ * is converted (a __len that answers 2^62, or an __index that is a C
+ * function, would otherwise drive the loops below from C, where no hook
+ * stops them).  A read-only proxy of the snapshot is read through to its
+ * data; any other table as it is, its metatable ignored (cosched-policy(7)).
+ */
+static int plain_at(lua_State *L, int idx)
+{
+    idx = lua_absindex(L, idx);
+    if (lua_type(L, idx) == LUA_TTABLE && lua_getmetatable(L, idx)) {
+        lua_pushliteral(L, "__newindex");
+        lua_rawget(L, -2);
+        if (lua_tocfunction(L, -1) == ro_newindex) {
+            lua_pushliteral(L, "__index");
+            lua_rawget(L, -3);
+            lua_replace(L, idx);
+        }
+        lua_pop(L, 2);
+    }
+    return idx;
+}
+
+static int rawfield(lua_State *L, int t, const char *k)
+{
+    lua_pushstring(L, k);
+    return lua_rawget(L, t);
+}
+
 /* Read a list of integers at idx into set; kind is "cpu" or "mem". */
 static void read_set(lua_State *L, struct cs_policy *p, int idx, hwloc_bitmap_t set,
                      int step, int id, const char *field)
@@ -1877,11 +2186,12 @@ static void read_set(lua_State *L, struct cs_policy *p, int idx, hwloc_bitmap_t 
     if (!lua_istable(L, idx))
         verror(L, "step %d: job %d: %s must be a list of numbers (it is %s)", step, id, field,
                luaL_typename(L, idx));
-    n = luaL_len(L, idx);
+    idx = plain_at(L, idx);
+    n = (lua_Integer)lua_rawlen(L, idx);
     for (i = 1; i <= n; i++) {
         int ok;
         long long v;
-        lua_geti(L, idx, i);
+        lua_rawgeti(L, idx, i);
         v = int_at(L, -1, &ok);
         if (!ok)
             verror(L, "step %d: job %d: %s[%d] = %s is not an integer", step, id, field, (int)i,
@@ -1977,7 +2287,8 @@ static void convert_plan(lua_State *L, struct cs_policy *p, int res, struct cs_j
 
     if (!lua_istable(L, res))
         verror(L, "plan() returned %s, expected a list of steps", luaL_typename(L, res));
-    n = luaL_len(L, res);
+    res = plain_at(L, res);
+    n = (lua_Integer)lua_rawlen(L, res);
     if (n < 1)
         verror(L, "plan() returned no steps (at least one is needed)");
     if (n > PLAN_MAX_STEPS)
@@ -1993,8 +2304,8 @@ static void convert_plan(lua_State *L, struct cs_policy *p, int res, struct cs_j
         int stp, jl, shared, k;
         lua_Integer nj;
 
-        lua_geti(L, res, s);
-        stp = lua_gettop(L);
+        lua_rawgeti(L, res, s);
+        stp = plain_at(L, -1);
         if (!lua_istable(L, stp))
             verror(L, "step %d is %s, expected a table { duration = ..., jobs = {...} }", s,
                    luaL_typename(L, stp));
@@ -2002,7 +2313,7 @@ static void convert_plan(lua_State *L, struct cs_policy *p, int res, struct cs_j
                      "duration, jobs, shared");
         lua_pop(L, 1);
 
-        lua_getfield(L, stp, "duration");
+        rawfield(L, stp, "duration");
         if (lua_isnil(L, -1)) {
             st->duration = e->quantum;
         } else if (lua_type(L, -1) != LUA_TNUMBER) {
@@ -2016,16 +2327,16 @@ static void convert_plan(lua_State *L, struct cs_policy *p, int res, struct cs_j
         }
         lua_pop(L, 1);
 
-        lua_getfield(L, stp, "shared");
+        rawfield(L, stp, "shared");
         shared = lua_toboolean(L, -1);
         lua_pop(L, 1);
 
-        lua_getfield(L, stp, "jobs");
-        jl = lua_gettop(L);
+        rawfield(L, stp, "jobs");
+        jl = plain_at(L, -1);
         if (!lua_istable(L, jl))
             verror(L, "step %d: jobs must be a list of { id = ..., cpus = {...} } (it is %s)", s,
                    luaL_typename(L, jl));
-        nj = luaL_len(L, jl);
+        nj = (lua_Integer)lua_rawlen(L, jl);
         if (nj == 0 && nlive > 0)
             verror(L, "step %d: no jobs, but %d job%s live (a step must run at least one)", s,
                    nlive, nlive == 1 ? " is" : "s are");
@@ -2043,12 +2354,12 @@ static void convert_plan(lua_State *L, struct cs_policy *p, int res, struct cs_j
             int ent, ok, id;
             long long v;
 
-            lua_geti(L, jl, k);
-            ent = lua_gettop(L);
+            lua_rawgeti(L, jl, k);
+            ent = plain_at(L, -1);
             if (!lua_istable(L, ent))
                 verror(L, "step %d: jobs[%d] is %s, expected { id = ..., cpus = {...} }", s, k,
                        luaL_typename(L, ent));
-            lua_getfield(L, ent, "id");
+            rawfield(L, ent, "id");
             v = int_at(L, -1, &ok);
             if (lua_isnil(L, -1))
                 verror(L, "step %d: jobs[%d] has no id", s, k);
@@ -2079,7 +2390,7 @@ static void convert_plan(lua_State *L, struct cs_policy *p, int res, struct cs_j
             pj->mems = hwloc_bitmap_alloc();
             if (!pj->cpus || !pj->mems)
                 luaL_error(L, "out of memory");
-            lua_getfield(L, ent, "cpus");
+            rawfield(L, ent, "cpus");
             if (lua_isnil(L, -1))
                 verror(L, "step %d: job %d: cpus is missing", s, id);
             read_cpus(L, p, lua_gettop(L), pj->cpus, s, id, lcache);
@@ -2099,7 +2410,7 @@ static void convert_plan(lua_State *L, struct cs_policy *p, int res, struct cs_j
             }
             hwloc_bitmap_or(p->used, p->used, pj->cpus);
 
-            lua_getfield(L, ent, "mems");
+            rawfield(L, ent, "mems");
             if (!lua_isnil(L, -1))
                 read_set(L, p, lua_gettop(L), pj->mems, s, id, "mems");
             lua_settop(L, ent - 1);
@@ -2112,7 +2423,7 @@ static void convert_plan(lua_State *L, struct cs_policy *p, int res, struct cs_j
 static double result_num(lua_State *L, int t, const char *k, double lo, int i, int id, const char *f)
 {
     double v;
-    lua_getfield(L, t, k);
+    rawfield(L, t, k);
     if (lua_isnil(L, -1)) {
         lua_pop(L, 1);
         return NAN;
@@ -2144,7 +2455,8 @@ static void convert_results(lua_State *L, struct cs_policy *p, int res, struct c
     if (!lua_istable(L, res))
         verror(L, "plan() returned %s as its second value, expected a list of characterization "
                "results { { id = ..., class = ... }, ... }", luaL_typename(L, res));
-    n = luaL_len(L, res);
+    res = plain_at(L, res);
+    n = (lua_Integer)lua_rawlen(L, res);
     if (n > nlive)
         verror(L, "plan() returned %d characterization results for %d live job%s", (int)n, nlive,
                nlive == 1 ? "" : "s");
@@ -2157,12 +2469,12 @@ static void convert_results(lua_State *L, struct cs_policy *p, int res, struct c
         long long v;
 
         memset(r, 0, sizeof *r);
-        lua_geti(L, res, i);
-        t = lua_gettop(L);
+        lua_rawgeti(L, res, i);
+        t = plain_at(L, -1);
         if (!lua_istable(L, t))
             verror(L, "characterized[%d] is %s, expected { id = ..., class = ..., ... }", (int)i,
                    luaL_typename(L, t));
-        lua_getfield(L, t, "id");
+        rawfield(L, t, "id");
         v = int_at(L, -1, &ok);
         if (lua_isnil(L, -1))
             verror(L, "characterized[%d] has no id", (int)i);
@@ -2182,7 +2494,7 @@ static void convert_results(lua_State *L, struct cs_policy *p, int res, struct c
         check_fields(L, t, fields, lua_pushfstring(L, "characterized[%d] (job %d): ", (int)i, id), list);
         lua_pop(L, 1);
 
-        lua_getfield(L, t, "class");
+        rawfield(L, t, "class");
         if (lua_type(L, -1) != LUA_TSTRING)
             verror(L, "characterized[%d] (job %d): class must be \"S\", \"C\", \"N\" or \"unknown\" (it is %s)",
                    (int)i, id, luaL_typename(L, -1));
@@ -2198,9 +2510,9 @@ static void convert_results(lua_State *L, struct cs_policy *p, int res, struct c
         r->fp = result_num(L, t, "fp", -HUGE_VAL, (int)i, id, "");
         r->mpki = result_num(L, t, "mpki", 0, (int)i, id, "");
         r->bw_l1 = r->bw_l2 = r->bw_llc = NAN;
-        lua_getfield(L, t, "bw");
+        rawfield(L, t, "bw");
         if (!lua_isnil(L, -1)) {
-            int b = lua_gettop(L);
+            int b = plain_at(L, -1);
             if (!lua_istable(L, b))
                 verror(L, "characterized[%d] (job %d): bw must be a table { l1 =, l2 =, llc = } (it is %s)",
                        (int)i, id, luaL_typename(L, b));
@@ -2215,7 +2527,7 @@ static void convert_results(lua_State *L, struct cs_policy *p, int res, struct c
         const char *flags[2] = { "gang_only", "degraded" };
         int *fv[2] = { &r->gang_only, &r->degraded };
         for (k = 0; k < 2; k++) {
-            lua_getfield(L, t, flags[k]);
+            rawfield(L, t, flags[k]);
             if (!lua_isnil(L, -1) && !lua_isboolean(L, -1))
                 verror(L, "characterized[%d] (job %d): %s must be true or false (it is %s)", (int)i, id,
                        flags[k], luaL_typename(L, -1));
@@ -2225,7 +2537,7 @@ static void convert_results(lua_State *L, struct cs_policy *p, int res, struct c
         const char *cores[2] = { "cores_standalone", "cores_folded" };
         int *cv[2] = { &r->cores_standalone, &r->cores_folded };
         for (k = 0; k < 2; k++) {
-            lua_getfield(L, t, cores[k]);
+            rawfield(L, t, cores[k]);
             if (!lua_isnil(L, -1)) {
                 v = int_at(L, -1, &ok);
                 if (!ok || v < 1 || v > 1000000)
@@ -2251,6 +2563,7 @@ static void convert_info(lua_State *L, struct cs_policy *p, int res, struct cs_j
     if (!lua_istable(L, res))
         verror(L, "plan() returned %s as its third value, expected { [job id] = { key = value, ... } }",
                luaL_typename(L, res));
+    res = plain_at(L, res);
     p->info = realloc(p->info, sizeof *p->info * (size_t)(nlive + 1));
     if (!p->info)
         luaL_error(L, "out of memory");
@@ -2258,7 +2571,8 @@ static void convert_info(lua_State *L, struct cs_policy *p, int res, struct cs_j
         char buf[2048];
         size_t n = 0;
         int first = 1;
-        lua_geti(L, res, live[k]->id);
+        lua_rawgeti(L, res, live[k]->id);
+        plain_at(L, -1);
         if (lua_isnil(L, -1)) {
             lua_pop(L, 1);
             continue;

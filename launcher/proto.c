@@ -216,6 +216,21 @@ int cs_proto_call(const char *path, const char *req, char *reply, size_t len, in
         errno = e;
         return -1;
     }
+    /* only root's engine (or one of our own uid) is talked to: a user's
+     * process listening on a stale socket path gets no registration */
+    if (wait_fd(fd, POLLOUT, deadline) < 0)
+        goto io_fail;
+    {
+        struct ucred cr;
+        socklen_t cl = sizeof cr;
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0 || (cr.uid != 0 && cr.uid != geteuid())) {
+            snprintf(why, whylen, "the server at %s runs as uid %d, not root: not talking to it", path,
+                     (int)cr.uid);
+            close(fd);
+            errno = EPERM;
+            return -1;
+        }
+    }
     while (sent < rlen + 1) {
         const char *p = sent < rlen ? req + sent : "\n";
         size_t n = sent < rlen ? rlen - sent : 1;

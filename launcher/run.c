@@ -624,8 +624,8 @@ static int run_or_classify(int argc, char **argv, struct classify *cl)
     if ((e.ctl = cs_control_select(control)) == NULL)
         goto bad;
 
-    if (tracefile && (e.trace = fopen(tracefile, "we")) == NULL)
-        BAD("--trace %s: %s", tracefile, strerror(errno));
+    if (tracefile && (e.trace = cs_fopen_write(tracefile)) == NULL)
+        BAD("--trace %s: %s", tracefile, errno == ELOOP ? "a symbolic link (cosched never writes through one)" : strerror(errno));
 
     {
         char *m = cs_bitmap_list(e.managed);

@@ -70,8 +70,15 @@
 #include "profile.h"
 #include "proto.h"
 
-#define MAX_CONNS 64
-#define CONN_DEADLINE 2.0            /* s to send a whole request */
+/* Connections: each user but root may hold PER_USER at once, and the last
+ * ROOT_SLOTS are root's alone (the plugin's registrations always get in).
+ * Replies are queued and sent as the client reads them: the scheduling loop
+ * never waits for a client. */
+#define MAX_CONNS 256
+#define ROOT_SLOTS 32
+#define PER_USER 8
+#define CONN_DEADLINE 2.0            /* s to send a whole request, and to read the whole reply */
+#define REFUSALS_LOGGED 20           /* refusal warnings per minute, then a count */
 
 struct task { pid_t pid; int fd; };
 
@@ -88,7 +95,16 @@ struct served {                      /* per job (j->served) */
     int nt;
 };
 
-struct conn { int fd; uid_t uid; pid_t pid; double deadline; size_t len; char buf[CS_PROTO_MAX + 1]; };
+struct conn {
+    int fd;
+    uid_t uid;
+    pid_t pid;
+    double deadline;
+    size_t len;
+    char buf[CS_PROTO_MAX + 1];
+    char *out;                       /* the reply being sent (writing state once set) */
+    size_t olen, ooff;
+};
 
 struct cs_serve {
     int lfd;
@@ -103,6 +119,8 @@ struct cs_serve {
     int npopts;
     char policy[64];
     double started;
+    double refusals_since;           /* rate limit of the refusal warnings */
+    int refusals_logged, refusals_quiet;
 };
 
 /* ------------------------------------------------------------ trust */
@@ -373,8 +391,9 @@ static char job_class(const struct cs_job *j)
     return j->cls_hint;
 }
 
-/* Why the step is in the state it is, for its owner. */
-static void reason(struct cs_engine *e, const struct cs_job *j, char *buf, size_t len)
+/* Why the step is in the state it is, for its owner (who; 0: root): the
+ * steps of other users are counted, not named (PrivateData=jobs). */
+static void reason(struct cs_engine *e, const struct cs_job *j, uid_t who, char *buf, size_t len)
 {
     int mine = hwloc_bitmap_weight(j->cpus), all = hwloc_bitmap_weight(cs_job_home(e, j));
     struct served *sv = j->served;
@@ -385,14 +404,24 @@ static void reason(struct cs_engine *e, const struct cs_job *j, char *buf, size_
     }
     if (j->frozen) {
         size_t n = (size_t)snprintf(buf, len, "waiting for its turn: policy %s runs", cs_policy_name(e->policy));
-        int any = 0;
-        for (int i = 0; i < e->njobs && n < len; i++)
-            if (e->jobs[i]->state == CS_JOB_LIVE && !e->jobs[i]->frozen && e->jobs[i] != j) {
-                n += (size_t)snprintf(buf + n, len - n, "%s%s", any ? ", " : " ", e->jobs[i]->name);
-                any = 1;
+        int any = 0, others = 0;
+        for (int i = 0; i < e->njobs && n < len; i++) {
+            const struct cs_job *o = e->jobs[i];
+            const struct served *osv = o->served;
+            if (o->state != CS_JOB_LIVE || o->frozen || o == j)
+                continue;
+            if (who != 0 && (!osv || osv->uid != who)) {
+                others++;
+                continue;
             }
+            n += (size_t)snprintf(buf + n, len - n, "%s%s", any ? ", " : " ", o->name);
+            any = 1;
+        }
+        if (others && n < len)
+            n += (size_t)snprintf(buf + n, len - n, "%s%d step%s of other users", any ? " and " : " ", others,
+                                  others == 1 ? "" : "s");
         if (n < len)
-            snprintf(buf + n, len - n, "%s in this quantum; waiting for %.1f s", any ? "" : " nothing else",
+            snprintf(buf + n, len - n, "%s in this quantum; waiting for %.1f s", any || others ? "" : " nothing else",
                      cs_now() - j->last_run_end);
     } else if (mine < all) {
         snprintf(buf, len, "folded: %d of its %d cpus this quantum (%s)", mine, all,
@@ -432,7 +461,7 @@ static char *status_doc(struct cs_engine *e, uid_t who, int text)
         if (j->state != CS_JOB_LIVE || !sv || (who != 0 && sv->uid != who))
             continue;
         shown++;
-        reason(e, j, why, sizeof why);
+        reason(e, j, who, why, sizeof why);
         cpus = cs_bitmap_list(j->cpus);
         allowed = cs_bitmap_list(cs_job_home(e, j));
         folded = hwloc_bitmap_weight(j->cpus) < hwloc_bitmap_weight(cs_job_home(e, j));
@@ -488,26 +517,59 @@ static char *status_doc(struct cs_engine *e, uid_t who, int text)
 static void conn_close(struct cs_serve *s, int k)
 {
     close(s->c[k].fd);
+    free(s->c[k].out);
     s->c[k] = s->c[--s->nc];
 }
 
-static void reply(int fd, const char *msg)
+/* Queue msg on the connection's reply. */
+static void reply(struct conn *c, const char *msg)
 {
-    size_t n = strlen(msg), off = 0;
-    double t0 = cs_now();
-    /* a reader that does not read gets cut off: the engine never waits long */
-    while (off < n && cs_now() - t0 < 0.5) {
-        ssize_t w = send(fd, msg + off, n - off, MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (w > 0)
-            off += (size_t)w;
-        else if (w < 0 && errno != EAGAIN && errno != EINTR)
-            break;
-        else {
-            struct pollfd p = { fd, POLLOUT, 0 };
-            poll(&p, 1, 50);
-        }
-    }
+    size_t n = strlen(msg);
+    char *p = realloc(c->out, c->olen + n + 1);
+
+    if (!p)
+        return;                      /* the client sees a short reply */
+    memcpy(p + c->olen, msg, n + 1);
+    c->out = p;
+    c->olen += n;
 }
+
+/* Send what the client takes now; 1 when the reply is out (or cannot be). */
+static int flush(struct conn *c)
+{
+    while (c->ooff < c->olen) {
+        ssize_t w = send(c->fd, c->out + c->ooff, c->olen - c->ooff, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (w > 0)
+            c->ooff += (size_t)w;
+        else if (w < 0 && errno == EINTR)
+            continue;
+        else
+            return w < 0 && errno == EAGAIN ? 0 : 1;
+    }
+    return 1;
+}
+
+/* Whether to log one more refusal: REFUSALS_LOGGED a minute, then a count
+ * (refused requests cost a user nothing; the log is a tmpfs). */
+static int refusal_logged(struct cs_serve *s)
+{
+    double now = cs_now();
+
+    if (now - s->refusals_since > 60) {
+        if (s->refusals_quiet)
+            cs_warn("socket: %d more refused requests in the last minute were not logged", s->refusals_quiet);
+        s->refusals_since = now;
+        s->refusals_logged = s->refusals_quiet = 0;
+    }
+    if (s->refusals_logged < REFUSALS_LOGGED) {
+        s->refusals_logged++;
+        return 1;
+    }
+    s->refusals_quiet++;
+    return 0;
+}
+
+#define REFUSED(s, ...) do { if (refusal_logged(s)) cs_warn(__VA_ARGS__); } while (0)
 
 /* A whole request arrived on connection k: answer it.  1: job set changed. */
 static int handle(struct cs_engine *e, struct conn *c)
@@ -518,8 +580,8 @@ static int handle(struct cs_engine *e, struct conn *c)
 
     if (cs_msg_parse(&m, c->buf, c->len, err, sizeof err) < 0) {
         snprintf(rep, sizeof rep, "ERR %s\n", err);
-        cs_warn("socket: refused a request from pid %d (uid %d): %s", (int)c->pid, (int)c->uid, err);
-        reply(c->fd, rep);
+        REFUSED(e->serve, "socket: refused a request from pid %d (uid %d): %s", (int)c->pid, (int)c->uid, err);
+        reply(c, rep);
         return 0;
     }
     if (strcmp(m.verb, "ping") == 0) {
@@ -530,18 +592,18 @@ static int handle(struct cs_engine *e, struct conn *c)
         int text = fmt && strcmp(fmt, "text") == 0;
         char *doc = status_doc(e, c->uid, text);
         if (!doc) {
-            reply(c->fd, "ERR out of memory\n");
+            reply(c, "ERR out of memory\n");
             return 0;
         }
-        reply(c->fd, text ? "OK text\n" : "OK json\n");
-        reply(c->fd, doc);
+        reply(c, text ? "OK text\n" : "OK json\n");
+        reply(c, doc);
         free(doc);
         return 0;
     } else if (strcmp(m.verb, "register") == 0 || strcmp(m.verb, "deregister") == 0) {
         if (c->uid != 0) {
             snprintf(rep, sizeof rep, "ERR %s is for root (the Slurm plugin) only; you are uid %d\n", m.verb,
                      (int)c->uid);
-            cs_warn("socket: refused %s from uid %d (pid %d): not root", m.verb, (int)c->uid, (int)c->pid);
+            REFUSED(e->serve, "socket: refused %s from uid %d (pid %d): not root", m.verb, (int)c->uid, (int)c->pid);
         } else {
             char r[PATH_MAX + 300];
             changed = m.verb[0] == 'r' ? do_register(e, &m, r, sizeof r) : do_deregister(e, &m, r, sizeof r);
@@ -552,7 +614,7 @@ static int handle(struct cs_engine *e, struct conn *c)
     } else {
         snprintf(rep, sizeof rep, "ERR unknown verb '%s' (known: ping, register, deregister, status)\n", m.verb);
     }
-    reply(c->fd, rep);
+    reply(c, rep);
     return changed;
 }
 
@@ -572,7 +634,7 @@ int cs_serve_pollfds(struct cs_engine *e, struct pollfd *pf, int max)
 
     pf[n++] = (struct pollfd){ .fd = s->lfd, .events = POLLIN };
     for (int k = 0; k < s->nc && n < max; k++)
-        pf[n++] = (struct pollfd){ .fd = s->c[k].fd, .events = POLLIN };
+        pf[n++] = (struct pollfd){ .fd = s->c[k].fd, .events = s->c[k].out ? POLLOUT : POLLIN };
     for (int i = 0; i < e->njobs; i++) {
         struct served *sv = e->jobs[i]->served;
         if (!sv || e->jobs[i]->state != CS_JOB_LIVE)
@@ -583,21 +645,40 @@ int cs_serve_pollfds(struct cs_engine *e, struct pollfd *pf, int max)
     return n;
 }
 
+/* A connection refused at the door: one line if the client takes it now. */
+static void turn_away(int fd, const char *msg)
+{
+    if (send(fd, msg, strlen(msg), MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
+        /* nothing more to do for it */
+    }
+    close(fd);
+}
+
 static void accept_all(struct cs_serve *s)
 {
     for (;;) {
         int fd = accept4(s->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         struct ucred cr;
         socklen_t cl = sizeof cr;
+        int mine = 0;
         if (fd < 0)
             return;
         if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0) {
             close(fd);
             continue;
         }
-        if (s->nc == MAX_CONNS) {
-            reply(fd, "ERR the engine is busy (too many connections); try again\n");
-            close(fd);
+        for (int k = 0; k < s->nc; k++)
+            mine += s->c[k].uid == cr.uid;
+        if (s->nc == MAX_CONNS || (cr.uid != 0 && s->nc >= MAX_CONNS - ROOT_SLOTS)) {
+            REFUSED(s, "socket: refused a connection from pid %d (uid %d): %d connections open",
+                    (int)cr.pid, (int)cr.uid, s->nc);
+            turn_away(fd, "ERR the engine is busy (too many connections); try again\n");
+            continue;
+        }
+        if (cr.uid != 0 && mine >= PER_USER) {
+            REFUSED(s, "socket: refused a connection from pid %d (uid %d): that user has %d open already",
+                    (int)cr.pid, (int)cr.uid, mine);
+            turn_away(fd, "ERR you have too many connections to the engine open; close some and try again\n");
             continue;
         }
         s->c[s->nc++] = (struct conn){ .fd = fd, .uid = cr.uid, .pid = cr.pid, .deadline = cs_now() + CONN_DEADLINE };
@@ -631,36 +712,47 @@ next:;
     /* then the connections, in the order poll saw them */
     for (k = 0; k < nc && 1 + k < n; k++) {
         struct conn *c = &s->c[k];
-        if (pf[1 + k].fd != c->fd || !(pf[1 + k].revents & (POLLIN | POLLHUP | POLLERR)))
+        if (pf[1 + k].fd != c->fd || !pf[1 + k].revents)
+            continue;
+        if (c->out) {                        /* sending the reply */
+            done[k] = flush(c);
+            continue;
+        }
+        if (!(pf[1 + k].revents & (POLLIN | POLLHUP | POLLERR)))
             continue;
         ssize_t r = read(c->fd, c->buf + c->len, CS_PROTO_MAX + 1 - c->len);
         if (r > 0)
             c->len += (size_t)r;
         char *nl = memchr(c->buf, '\n', c->len);
+        int answered = 1;
         if (nl || r == 0 || c->len > CS_PROTO_MAX) {
             if (!nl && c->len > CS_PROTO_MAX) {
                 char rep[128];
                 snprintf(rep, sizeof rep, "ERR request longer than the limit of %d bytes\n", CS_PROTO_MAX);
-                cs_warn("socket: refused an oversized request from pid %d (uid %d)", (int)c->pid, (int)c->uid);
-                reply(c->fd, rep);
+                REFUSED(s, "socket: refused an oversized request from pid %d (uid %d)", (int)c->pid, (int)c->uid);
+                reply(c, rep);
             } else if (c->len == 0) {
-                /* closed without a word */
+                answered = 0;                /* closed without a word */
             } else if (!nl) {
-                reply(c->fd, "ERR request truncated: no newline before the end of the connection\n");
-                cs_warn("socket: refused a truncated request from pid %d (uid %d)", (int)c->pid, (int)c->uid);
+                reply(c, "ERR request truncated: no newline before the end of the connection\n");
+                REFUSED(s, "socket: refused a truncated request from pid %d (uid %d)", (int)c->pid, (int)c->uid);
             } else {
                 c->len = (size_t)(nl - c->buf);
                 changed |= handle(e, c);
             }
-            done[k] = 1;
+            /* the reply goes out as the client reads it, within the deadline */
+            c->deadline = cs_now() + CONN_DEADLINE;
+            done[k] = !answered || !c->out || flush(c);
         } else if (r < 0 && errno != EAGAIN && errno != EINTR) {
             done[k] = 1;
         }
     }
     for (k = nc - 1; k >= 0; k--)
         if (done[k] || cs_now() > s->c[k].deadline) {
-            if (!done[k])
-                reply(s->c[k].fd, "ERR no complete request within 2 s\n");
+            if (!done[k] && !s->c[k].out) {
+                reply(&s->c[k], "ERR no complete request within 2 s\n");
+                flush(&s->c[k]);
+            }
             conn_close(s, k);
         }
     if (pf[0].revents & POLLIN)
@@ -764,7 +856,7 @@ static int listen_on(const char *path)
 }
 
 enum { S_SOCKET = 256, S_POLICY, S_POLICY_OPT, S_POLICY_PATH, S_QUANTUM, S_IDLE, S_DETACH, S_LOG, S_TRACE, S_COUNTERS,
-       S_VERBOSE, S_QUIET, S_HELP, S_JSON, S_ALL };
+       S_VERBOSE, S_QUIET, S_HELP, S_JSON, S_ALL, S_KILL_GRACE };
 
 static const struct option serve_lo[] = {
     { "socket", required_argument, NULL, S_SOCKET },
@@ -777,6 +869,7 @@ static const struct option serve_lo[] = {
     { "log", required_argument, NULL, S_LOG },
     { "trace", required_argument, NULL, S_TRACE },
     { "counters", required_argument, NULL, S_COUNTERS },
+    { "kill-grace", required_argument, NULL, S_KILL_GRACE },
     { "verbose", no_argument, NULL, S_VERBOSE },
     { "quiet", no_argument, NULL, S_QUIET },
     { "help", no_argument, NULL, S_HELP },
@@ -798,6 +891,8 @@ static const char serve_help[] =
     "  --log FILE             messages go here with --detach (default SOCKET.log)\n"
     "  --trace FILE           one JSON line per step and per job event\n"
     "  --counters SPEC        auto (default) or none\n"
+    "  --kill-grace DURATION  a step showing a pending kill signal is left running this long at most\n"
+    "                         (Slurm's KillWait plus a margin; default 60s)\n"
     "  --verbose, --quiet     more / fewer messages\n";
 
 #define BAD(...) do { cs_err(__VA_ARGS__); goto out; } while (0)
@@ -844,6 +939,14 @@ int cs_cmd_serve(int argc, char **argv)
                 BAD("--counters %s: the node engine takes auto or none", optarg);
             counters = optarg;
             break;
+        case S_KILL_GRACE: {
+            double g;
+            if (cs_parse_duration(optarg, &g) < 0 || g < 0 || g > 3600)
+                BAD("--kill-grace %s: expected a duration from 0 to 1h (Slurm's KillWait plus a margin, e.g. 60s)",
+                    optarg);
+            cs_slurm_set_kill_grace(g);
+            break;
+        }
         case S_VERBOSE: cs_verbosity++; break;
         case S_QUIET: cs_verbosity = CS_LOG_WARN; break;
         case 'h':
@@ -910,6 +1013,14 @@ int cs_cmd_serve(int argc, char **argv)
         }
         free(lock);
     }
+    {
+        char *held = cs_strdup_printf("%s.held", s.socket);
+        int r = cs_slurm_keep_state(held);
+        free(held);
+        if (r < 0)
+            goto out;
+    }
+    cs_slurm_restore_held();
     cs_slurm_thaw_leftovers();
     /* policies: the admin's directories, the site's, the installed ones; trusted only */
     for (int i = 0; i < nppath; i++)
@@ -941,8 +1052,8 @@ int cs_cmd_serve(int argc, char **argv)
     e.ctl = &cs_control_slurm;
     e.serve = &s;
     e.output = CS_OUT_INHERIT;
-    if (trace && (e.trace = fopen(trace, "we")) == NULL)
-        BAD("--trace %s: %s", trace, strerror(errno));
+    if (trace && (e.trace = cs_fopen_write(trace)) == NULL)
+        BAD("--trace %s: %s", trace, errno == ELOOP ? "a symbolic link (cosched never writes through one)" : strerror(errno));
     if ((s.lfd = listen_on(s.socket)) < 0)
         goto out;
 

@@ -297,7 +297,7 @@ static int run_policy(struct setup *su, const char *policy, const char *tracefil
             goto out;
     if ((e.policy = load_variant(policy, su->search, su->nsearch)) == NULL)
         goto out;
-    if (tracefile && (e.trace = fopen(tracefile, "we")) == NULL) {
+    if (tracefile && (e.trace = cs_fopen_write(tracefile)) == NULL) {
         cs_err("--trace %s: %s", tracefile, strerror(errno));
         goto out;
     }
@@ -895,7 +895,7 @@ int cs_cmd_simulate(int argc, char **argv)
             goto out;
     }
     if (tracefile) {
-        FILE *t = fopen(tracefile, "we");
+        FILE *t = cs_fopen_write(tracefile);
         if (!t)
             BAD("--trace %s: %s", tracefile, strerror(errno));
         fclose(t);

@@ -40,12 +40,15 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <glob.h>
 #include <signal.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -54,6 +57,14 @@
 #define WHO "slurm"
 #define REC_MAX 8192
 #define FREEZE_TIMEOUT 0.100        /* s, freeze and thaw confirmation */
+/* What the engine follows below a step (everything there is the step owner's
+ * to create: Slurm 22.05 makes the user own the step's cgroup directories).
+ * Slurm itself makes one level (task_<t>); deeper or more is the user's.  A
+ * step whose tree is larger keeps the cores Slurm gave it (it is still
+ * frozen and thawed): a user can only hurt the user's own step. */
+#define TREE_DEPTH 3                /* levels below the step's directory */
+#define TREE_GROUPS 256             /* cgroups, the step's own included */
+#define PIDS_LOOKED_AT 512          /* tasks read for pending kill signals */
 
 struct sl_job {
     int v2;
@@ -61,7 +72,10 @@ struct sl_job {
     char freeze[PATH_MAX];      /* v1: = step; v2: step/user */
     char cpuset[PATH_MAX];      /* v1: the cpuset step dir; v2: step/user or "" (affinity) */
     char orig[512];             /* the step's cores (list) as Slurm set them */
-    int dying;                  /* Slurm is killing it: never frozen again (1 seen, 2 said) */
+    int dying;                  /* a kill signal is pending: not frozen (since dying_since) */
+    double dying_since;
+    int kill_ignored;           /* pending for longer than Slurm's kill takes: looked at no more */
+    int pinned;                 /* its tree is too large: its cores are no longer moved */
     char record[REC_MAX];
     struct cs_proc_cpu cpu;
 };
@@ -215,6 +229,99 @@ static int sl_job_prepare(struct cs_engine *e, struct cs_job *j)
     return 0;
 }
 
+/* ------------------------------------------------------------ held steps */
+
+/*
+ * What the engine holds is kept on disk too, one file per step (its guardian
+ * record) in a root-only directory next to the socket: a step that an engine
+ * moved, and that neither the engine nor its guardian gave back (both
+ * killed), gets its own cores back when the next engine starts
+ * (cs_slurm_restore_held), not only a thaw.
+ */
+static char held_dir[PATH_MAX];
+
+int cs_slurm_keep_state(const char *dir)
+{
+    struct stat st;
+
+    if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
+        cs_err(WHO ": cannot create %s: %s", dir, strerror(errno));
+        return -1;
+    }
+    if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != 0 || (st.st_mode & 077)) {
+        cs_err(WHO ": %s must be a directory of root's, mode 0700 (it is not): the engine keeps there "
+               "the cores of the steps it moves", dir);
+        return -1;
+    }
+    snprintf(held_dir, sizeof held_dir, "%s", dir);
+    return 0;
+}
+
+static void held_path(const char *record, char *out, size_t len)
+{
+    unsigned long long h = 1469598103934665603ULL;      /* FNV-1a */
+
+    for (const unsigned char *c = (const unsigned char *)record; *c; c++)
+        h = (h ^ *c) * 1099511628211ULL;
+    snprintf(out, len, "%s/%016llx", held_dir, h);
+}
+
+static void held_add(const char *record)
+{
+    char path[PATH_MAX + 32], tmp[PATH_MAX + 40];
+    int fd;
+
+    if (!held_dir[0])
+        return;
+    held_path(record, path, sizeof path);
+    snprintf(tmp, sizeof tmp, "%s.new", path);
+    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0 || write(fd, record, strlen(record)) != (ssize_t)strlen(record) || close(fd) < 0 ||
+        rename(tmp, path) < 0) {
+        cs_warn(WHO ": cannot keep %s (%s): if the engine and its guardian both die, a restarted engine "
+                "thaws this step but cannot give it its cores back", path, strerror(errno));
+        unlink(tmp);
+    }
+}
+
+static void held_drop(const char *record)
+{
+    char path[PATH_MAX + 32];
+
+    if (!held_dir[0])
+        return;
+    held_path(record, path, sizeof path);
+    if (unlink(path) < 0 && errno != ENOENT)
+        cs_warn(WHO ": cannot remove %s: %s", path, strerror(errno));
+}
+
+static void sl_rescue(const char *record);
+
+/* At the node engine's start: give back every step a previous engine held
+ * (each in a process of its own: one bad record cannot stop the others). */
+int cs_slurm_restore_held(void)
+{
+    DIR *d = held_dir[0] ? opendir(held_dir) : NULL;
+    struct dirent *de;
+    int n = 0;
+
+    while (d && (de = readdir(d)) != NULL) {
+        char path[PATH_MAX + 300], rec[REC_MAX];
+        if (de->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof path, "%s/%s", held_dir, de->d_name);
+        if (strstr(de->d_name, ".new") == NULL && cs_read_file(path, rec, sizeof rec) > 0) {
+            cs_warn(WHO ": a previous engine held '%s' and did not give it back: restoring it", rec);
+            cs_rescue_isolated(sl_rescue, rec, 30.0);
+            n++;
+        }
+        unlink(path);
+    }
+    if (d)
+        closedir(d);
+    return n;
+}
+
 /* The served job's Slurm ids travel in its name "JOB.STEP" (serve.c). */
 static int ids_of(const struct cs_job *j, unsigned long *job, unsigned long *step)
 {
@@ -243,81 +350,204 @@ static int sl_job_attach(struct cs_engine *e, struct cs_job *j, pid_t pid)
     cs_rec_add(sj->record, sizeof sj->record, sj->cpuset[0] ? sj->cpuset : "-");
     cs_rec_add(sj->record, sizeof sj->record, sj->orig);
     cs_guard_record("%s", sj->record);
+    held_add(sj->record);
     j->ctl = sj;
     return 0;
 }
 
-/* cpuset.cpus of dir and every cpuset below it, for v1: parents first when
- * growing, children first when shrinking (grow = the new set holds the old). */
-static int write_tree(const char *dir, const char *file, const char *val, int grow)
-{
-    DIR *d;
-    struct dirent *de;
-    int ret = 0;
+/* ------------------------------------------------------------ the tree */
 
-    if (grow && cs_cg_write(WHO, dir, file, val) < 0)
-        return -1;
-    if ((d = opendir(dir)) != NULL) {
+/*
+ * A step's cgroup tree as far as the engine follows it: the directories
+ * found breadth first (every parent before its children), each opened with
+ * O_NOFOLLOW relative to its parent, at most TREE_GROUPS of them and
+ * TREE_DEPTH levels.  Nothing below is ever recursed into: the shape of the
+ * tree is the user's, its size and depth are ours.
+ */
+struct tree {
+    int n, truncated;           /* truncated: more groups or levels than we follow */
+    int fd[TREE_GROUPS];
+    short parent[TREE_GROUPS], depth[TREE_GROUPS];
+    char name[TREE_GROUPS][256];
+};
+
+static void tree_close(struct tree *t)
+{
+    if (!t)
+        return;
+    for (int i = 0; i < t->n; i++)
+        close(t->fd[i]);
+    free(t);
+}
+
+/* The tree below dir, down to depth levels, of the subdirectories whose
+ * name starts with prefix (NULL: all); NULL when dir cannot be opened. */
+static struct tree *tree_open(const char *dir, int depth, const char *prefix)
+{
+    struct tree *t = calloc(1, sizeof *t);
+
+    if (!t)
+        return NULL;
+    t->fd[0] = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    if (t->fd[0] < 0) {
+        free(t);
+        return NULL;
+    }
+    t->n = 1;
+    t->parent[0] = -1;
+    snprintf(t->name[0], sizeof t->name[0], "%s", dir);
+    for (int i = 0; i < t->n && !t->truncated; i++) {
+        int dfd = dup(t->fd[i]);
+        DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+        struct dirent *de;
+        if (!d) {
+            if (dfd >= 0)
+                close(dfd);
+            continue;
+        }
         while ((de = readdir(d)) != NULL) {
-            char sub[PATH_MAX];
-            if (de->d_type != DT_DIR || de->d_name[0] == '.')
+            if (de->d_type != DT_DIR || de->d_name[0] == '.' ||
+                (prefix && strncmp(de->d_name, prefix, strlen(prefix)) != 0))
                 continue;
-            if (snprintf(sub, sizeof sub, "%s/%s", dir, de->d_name) >= (int)sizeof sub)
-                continue;
-            if (write_tree(sub, file, val, grow) < 0)
-                ret = -1;
+            if (t->depth[i] >= depth || t->n == TREE_GROUPS) {
+                t->truncated = 1;
+                break;
+            }
+            int fd = openat(t->fd[i], de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+            if (fd < 0)
+                continue;               /* removed meanwhile */
+            t->fd[t->n] = fd;
+            t->parent[t->n] = (short)i;
+            t->depth[t->n] = (short)(t->depth[i] + 1);
+            snprintf(t->name[t->n], sizeof t->name[0], "%s", de->d_name);
+            t->n++;
         }
         closedir(d);
     }
-    if (!grow && cs_cg_write(WHO, dir, file, val) < 0)
-        return -1;
-    return ret;
+    return t;
 }
 
-/* Bind every thread below dir (v2 without cpuset). */
-static int affinity_tree(const char *dir, hwloc_const_bitmap_t cpus)
+/* The path of group i, for messages. */
+static const char *tree_path(const struct tree *t, int i, char *buf, size_t len)
 {
-    DIR *d;
-    struct dirent *de;
-    int ret = cs_affinity_cgroup(WHO, dir, cpus) < 0 ? -1 : 0;
-
-    if ((d = opendir(dir)) != NULL) {
-        while ((de = readdir(d)) != NULL) {
-            char sub[PATH_MAX];
-            if (de->d_type != DT_DIR || de->d_name[0] == '.')
-                continue;
-            if (snprintf(sub, sizeof sub, "%s/%s", dir, de->d_name) >= (int)sizeof sub)
-                continue;
-            if (affinity_tree(sub, cpus) < 0)
-                ret = -1;
-        }
-        closedir(d);
+    if (t->parent[i] < 0) {
+        snprintf(buf, len, "%s", t->name[i]);
+        return buf;
     }
-    return ret;
+    tree_path(t, t->parent[i], buf, len);
+    size_t n = strlen(buf);
+    if (n < len)
+        snprintf(buf + n, len - n, "/%s", t->name[i]);
+    return buf;
 }
 
+/* Write val to file of group i (relative to its open directory). */
+static int tree_write(const struct tree *t, int i, const char *file, const char *val)
+{
+    int fd = openat(t->fd[i], file, O_WRONLY | O_CLOEXEC | O_NOFOLLOW), saved;
+    size_t len = strlen(val);
+    ssize_t w = -1;
+
+    if (fd >= 0) {
+        w = write(fd, val, len);
+        saved = errno;
+        close(fd);
+        errno = w >= 0 && w != (ssize_t)len ? EIO : saved;
+    }
+    if (w == (ssize_t)len)
+        return 0;
+    saved = errno;
+    char path[PATH_MAX];
+    cs_err(WHO ": cannot write %s to %s/%s: %s", val, tree_path(t, i, path, sizeof path), file, strerror(saved));
+    errno = saved;
+    return -1;
+}
+
+/* The contents of file in group i (malloc'd, at most 1 MiB), or NULL. */
+static char *tree_read(const struct tree *t, int i, const char *file)
+{
+    int fd = openat(t->fd[i], file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    size_t n = 0, cap = 16384;
+    char *buf = fd >= 0 ? malloc(cap) : NULL;
+
+    while (buf) {
+        ssize_t r = read(fd, buf + n, cap - n - 1);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        n += (size_t)r;
+        if (cap - n < 4096) {
+            char *p = cap < (1u << 20) ? realloc(buf, cap * 2) : NULL;
+            if (!p)
+                break;
+            buf = p;
+            cap *= 2;
+        }
+    }
+    if (buf)
+        buf[n] = '\0';
+    if (fd >= 0)
+        close(fd);
+    return buf;
+}
+
+/* The step's cores: v2 with a cpuset controller, its user/cpuset.cpus (the
+ * kernel confines what is below); v2 without one, the affinity of every
+ * thread in the tree; v1, cpuset.cpus of every group of the tree, grown to
+ * the union parents first, then shrunk children first (a v1 child must stay
+ * inside its parent).  -2 when the tree is larger than we follow and the
+ * cores cannot be moved consistently (growing always can: what is below
+ * stays inside). */
 static int set_cores(int v2, const char *cpuset, const char *freeze, const char *list)
 {
+    struct tree *t;
+    int r = 0;
+
     if (v2 && cpuset[0])
         return cs_cg_write(WHO, cpuset, "cpuset.cpus", list);
     if (v2) {
         hwloc_bitmap_t b = hwloc_bitmap_alloc();
-        int r = hwloc_bitmap_list_sscanf(b, list) < 0 ? -1 : affinity_tree(freeze, b);
+        char path[PATH_MAX];
+        /* no nesting rule here: what is followed is bound even when more is below */
+        if (!(t = tree_open(freeze, TREE_DEPTH, NULL)) || hwloc_bitmap_list_sscanf(b, list) < 0)
+            r = -1;
+        for (int i = 0; r == 0 && i < t->n; i++)
+            if (cs_affinity_cgroup(WHO, tree_path(t, i, path, sizeof path), b) < 0)
+                r = -1;
+        if (r == 0 && t->truncated)
+            r = -2;
+        tree_close(t);
         hwloc_bitmap_free(b);
         return r;
     }
-    /* v1: grow to the union first, then shrink to the target */
     char cur[512] = "", uni[1024];
     hwloc_bitmap_t a = hwloc_bitmap_alloc(), b = hwloc_bitmap_alloc();
-    int r;
+    if (!(t = tree_open(cpuset, TREE_DEPTH, NULL))) {
+        cs_err(WHO ": cannot open %s: %s", cpuset, strerror(errno));
+        r = -1;
+        goto out;
+    }
     cs_cg_read(cpuset, "cpuset.cpus", cur, sizeof cur);
     hwloc_bitmap_list_sscanf(a, cur);
     hwloc_bitmap_list_sscanf(b, list);
     hwloc_bitmap_or(a, a, b);
     hwloc_bitmap_list_snprintf(uni, sizeof uni, a);
-    r = write_tree(cpuset, "cpuset.cpus", uni, 1);
-    if (r == 0 && strcmp(uni, list) != 0)
-        r = write_tree(cpuset, "cpuset.cpus", list, 0);
+    if (t->truncated && strcmp(uni, list) != 0) {
+        r = -2;
+        goto out;
+    }
+    for (int i = 0; i < t->n; i++)
+        if (tree_write(t, i, "cpuset.cpus", uni) < 0) {
+            r = -1;
+            goto out;
+        }
+    if (strcmp(uni, list) != 0)
+        for (int i = t->n - 1; i >= 0; i--)
+            if (tree_write(t, i, "cpuset.cpus", list) < 0)
+                r = -1;
+out:
+    tree_close(t);
     hwloc_bitmap_free(a);
     hwloc_bitmap_free(b);
     return r;
@@ -327,9 +557,20 @@ static int sl_set_cpus(struct cs_engine *e, struct cs_job *j, hwloc_const_bitmap
 {
     struct sl_job *sj = j->ctl;
     char list[1024];
+    int r;
 
+    if (sj->pinned)
+        return 0;
     hwloc_bitmap_list_snprintf(list, sizeof list, cpus);
-    return set_cores(sj->v2, sj->cpuset, sj->freeze, list);
+    r = set_cores(sj->v2, sj->cpuset, sj->freeze, list);
+    if (r == -2) {
+        sj->pinned = 1;
+        cs_warn(WHO ": step %s has more than %d cgroups or %d levels below %s (made by its owner): its cores "
+                "are no longer moved, it keeps the ones Slurm gave it (%s) and is only frozen and thawed",
+                j->name, TREE_GROUPS, TREE_DEPTH, sj->v2 ? sj->freeze : sj->cpuset, sj->orig);
+        r = set_cores(sj->v2, sj->cpuset, sj->freeze, sj->orig) == -1 ? -1 : 0;
+    }
+    return r;
 }
 
 static const char *freeze_file(int v2)
@@ -357,52 +598,85 @@ static int state_is(int v2, const char *dir, int on)
     return strcmp(buf, on ? "FROZEN" : "THAWED") == 0;
 }
 
-/* 1 when a task of the step has SIGKILL or SIGTERM pending: Slurm is
- * killing it (scancel, a time limit: SIGTERM, KillWait, SIGKILL).  A v1
- * freezer would hold a task with a pending SIGKILL for good and would eat
- * the grace period SIGTERM gives, so such a step is never frozen again. */
-static int killed_below(const char *dir, int depth)
-{
-    char *list = cs_cg_read_all(dir, "cgroup.procs"), *p, *end;
-    int killed = 0;
+/* Seconds a step may show a pending kill signal and still be taken for
+ * being killed by Slurm (cosched serve --kill-grace). */
+static double kill_grace = 60.0;
 
-    for (p = list; p && *p && !killed; p = end) {
-        long pid = strtol(p, &end, 10);
-        char name[64], line[256];
-        FILE *f;
-        if (end == p) {
-            end = p + 1;
-            continue;
-        }
-        snprintf(name, sizeof name, "/proc/%ld/status", pid);
-        if ((f = fopen(name, "re")) == NULL)
-            continue;
-        while (fgets(line, sizeof line, f))
-            if (strncmp(line, "ShdPnd:", 7) == 0 || strncmp(line, "SigPnd:", 7) == 0) {
-                unsigned long long m = strtoull(line + 7, NULL, 16);
-                if (m & ((1ULL << (SIGKILL - 1)) | (1ULL << (SIGTERM - 1))))
-                    killed = 1;
+void cs_slurm_set_kill_grace(double seconds)
+{
+    kill_grace = seconds;
+}
+
+/* 1 when a task of the step shows a kill Slurm sends (scancel, a time
+ * limit: SIGTERM, KillWait, SIGKILL): SIGKILL pending, or SIGTERM pending
+ * and not blocked.  A v1 freezer would hold a task with a pending SIGKILL
+ * for good and would eat the grace period SIGTERM gives, so such a step is
+ * not frozen while it lasts.  A SIGTERM the task blocks is not acted on
+ * anyway (and a task can keep it pending at will): it does not count.
+ * Looks at the tasks Slurm puts there only: v1, the step freezer's own
+ * cgroup.procs; v2, user/ and user/task_* - and at most PIDS_LOOKED_AT of
+ * them (Slurm signals every task, so any of them shows it). */
+static int being_killed(const struct sl_job *sj)
+{
+    struct tree *t = tree_open(sj->freeze, sj->v2 ? 1 : 0, "task_");
+    int killed = 0, looked = 0;
+
+    for (int i = 0; t && i < t->n && !killed && looked < PIDS_LOOKED_AT; i++) {
+        char *list = tree_read(t, i, "cgroup.procs"), *p, *end;
+        for (p = list; p && *p && !killed && looked < PIDS_LOOKED_AT; p = end) {
+            long pid = strtol(p, &end, 10);
+            char name[64], line[256];
+            unsigned long long pnd = 0, blk = 0;
+            FILE *f;
+            if (end == p) {
+                end = p + 1;
+                continue;
             }
-        fclose(f);
+            looked++;
+            snprintf(name, sizeof name, "/proc/%ld/status", pid);
+            if ((f = fopen(name, "re")) == NULL)
+                continue;
+            while (fgets(line, sizeof line, f))
+                if (strncmp(line, "ShdPnd:", 7) == 0 || strncmp(line, "SigPnd:", 7) == 0)
+                    pnd |= strtoull(line + 7, NULL, 16);
+                else if (strncmp(line, "SigBlk:", 7) == 0)
+                    blk = strtoull(line + 7, NULL, 16);
+            fclose(f);
+            if ((pnd & (1ULL << (SIGKILL - 1))) || (pnd & ~blk & (1ULL << (SIGTERM - 1))))
+                killed = 1;
+        }
+        free(list);
     }
-    free(list);
-    /* v2: the tasks are in user/task_N below the frozen group */
-    DIR *d = depth < 2 && !killed ? opendir(dir) : NULL;
-    struct dirent *de;
-    while (d && !killed && (de = readdir(d)) != NULL) {
-        char sub[PATH_MAX];
-        if (de->d_type == DT_DIR && de->d_name[0] != '.' &&
-            snprintf(sub, sizeof sub, "%s/%s", dir, de->d_name) < (int)sizeof sub)
-            killed = killed_below(sub, depth + 1);
-    }
-    if (d)
-        closedir(d);
+    tree_close(t);
     return killed;
 }
 
-static int being_killed(const struct sl_job *sj)
+/* Whether to leave the step running this time because Slurm kills it:
+ * for at most kill_grace seconds from the first sight; a kill signal that
+ * stays pending longer is not Slurm's (its kill takes KillWait, 30 s by
+ * default), and the step's pending signals are not looked at again. */
+static int dying(struct cs_job *j, double now)
 {
-    return killed_below(sj->freeze, 0);
+    struct sl_job *sj = j->ctl;
+
+    if (sj->kill_ignored)
+        return 0;
+    if (!sj->dying) {
+        if (!being_killed(sj))
+            return 0;
+        sj->dying = 1;
+        sj->dying_since = now;
+        cs_info(WHO ": step %s is being killed by Slurm: left running", j->name);
+        return 1;
+    }
+    if (now - sj->dying_since <= kill_grace)
+        return 1;
+    sj->dying = 0;
+    sj->kill_ignored = 1;
+    cs_warn(WHO ": step %s has shown a pending kill signal for %.0f s, longer than Slurm takes to kill "
+            "(--kill-grace): not Slurm's; co-scheduled again, its signals no longer looked at", j->name,
+            now - sj->dying_since);
+    return 0;
 }
 
 /* Start every freeze, then poll them all until frozen or the common bound. */
@@ -412,12 +686,10 @@ static int sl_freeze_many(struct cs_engine *e, struct cs_job **jobs, int n, int 
     long delay = 20000;                     /* ns */
     int i, pending = 0, ret = 0;
 
+    t0 = cs_now();
     for (i = 0; i < n; i++) {
         struct sl_job *sj = jobs[i]->ctl;
-        if (sj->dying || (sj->dying = being_killed(sj))) {
-            if (sj->dying == 1)
-                cs_info(WHO ": step %s is being killed by Slurm: never frozen again", jobs[i]->name);
-            sj->dying = 2;
+        if (dying(jobs[i], t0)) {
             frozen[i] = -2;
             continue;
         }
@@ -447,10 +719,11 @@ static int sl_freeze_many(struct cs_engine *e, struct cs_job **jobs, int n, int 
     for (i = 0; i < n; i++) {
         struct sl_job *sj = jobs[i]->ctl;
         /* a kill that came while the freeze was under way: let it through */
-        if (frozen[i] == 1 && being_killed(sj)) {
-            sj->dying = 2;
+        if (frozen[i] == 1 && !sj->kill_ignored && being_killed(sj)) {
+            sj->dying = 1;
+            sj->dying_since = cs_now();
             cs_cg_write(WHO, sj->freeze, freeze_file(sj->v2), freeze_value(sj->v2, 0));
-            cs_info(WHO ": step %s is being killed by Slurm: thawed, never frozen again", jobs[i]->name);
+            cs_info(WHO ": step %s is being killed by Slurm: thawed, left running", jobs[i]->name);
             frozen[i] = 0;
             ret = -1;
             continue;
@@ -538,8 +811,13 @@ static void restore(int v2, const char *freeze, const char *cpuset, const char *
     if (access(freeze, F_OK) < 0)
         return;
     cs_cg_write(WHO, freeze, freeze_file(v2), freeze_value(v2, 0));
-    if (cpuset[0] || v2)
-        set_cores(v2, cpuset, freeze, orig);
+    if ((cpuset[0] || v2) && set_cores(v2, cpuset, freeze, orig) == -2 && !v2) {
+        /* a tree larger than we follow: give back what we can, parents first */
+        struct tree *t = tree_open(cpuset, TREE_DEPTH, NULL);
+        for (int i = 0; t && i < t->n; i++)
+            tree_write(t, i, "cpuset.cpus", orig);
+        tree_close(t);
+    }
 }
 
 static void sl_job_release(struct cs_engine *e, struct cs_job *j)
@@ -550,6 +828,7 @@ static void sl_job_release(struct cs_engine *e, struct cs_job *j)
         return;
     restore(sj->v2, sj->freeze, sj->cpuset, sj->orig);
     cs_guard_forget("%s", sj->record);
+    held_drop(sj->record);
     free(sj);
     j->ctl = NULL;
 }
@@ -569,6 +848,18 @@ static void sl_rescue(const char *record)
         cs_warn(WHO ": guardian: ignoring malformed record '%s'", record);
     else
         restore(strcmp(f[1], "v2") == 0, f[2], strcmp(f[3], "-") ? f[3] : "", f[4]);
+    free(copy);
+}
+
+/* Only the thaw of a record (the guardian's first pass). */
+static void sl_rescue_thaw(const char *record)
+{
+    char *copy = strdup(record), *f[5];
+
+    if (copy && cs_rec_split(copy, f, 5) == 5 && strcmp(f[0], "slurm") == 0 && access(f[2], F_OK) == 0) {
+        int v2 = strcmp(f[1], "v2") == 0;
+        cs_cg_write(WHO, f[2], freeze_file(v2), freeze_value(v2, 0));
+    }
     free(copy);
 }
 
@@ -619,5 +910,6 @@ const struct cs_control_ops cs_control_slurm = {
     .job_release = sl_job_release,
     .fini = sl_fini,
     .rescue = sl_rescue,
+    .rescue_thaw = sl_rescue_thaw,
     .freeze_many = sl_freeze_many,
 };

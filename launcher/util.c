@@ -212,3 +212,18 @@ void cs_json_str(FILE *f, const char *s)
     }
     fputc('"', f);
 }
+
+/* fopen(path, "we") for the files cosched writes where its user points it
+ * (trace, recordings): never through a symbolic link, which somebody else
+ * may have planted in a shared directory (errno ELOOP then). */
+FILE *cs_fopen_write(const char *path)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+    FILE *f;
+
+    if (fd < 0)
+        return NULL;
+    if ((f = fdopen(fd, "w")) == NULL)
+        close(fd);
+    return f;
+}

@@ -52,6 +52,7 @@ static struct {
     struct cs_shared *sh;
     double deadline;           /* ms, monotonic: the step's registration budget */
     int failed;
+    int quiet_engine;          /* a deregistration went unanswered: the others are not waited for */
     int nreg;
     pid_t reg[MAX_TASKS];      /* registered task pids */
 } st;
@@ -63,11 +64,36 @@ static double now_ms(void)
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
+/* Tell the engine that task pid ended (or leaves).  The engine also sees a
+ * task end through its pidfd: when it does not answer in time, the later
+ * tasks of the step do not wait for it in turn (one wait per step). */
+static void deregister(pid_t pid)
+{
+    char req[256], reply[256], why[256];
+
+    if (st.quiet_engine)
+        return;
+    if (cs_req_init(req, sizeof req, "deregister") < 0 || cs_req_add(req, sizeof req, "job", "%u", st.job) < 0 ||
+        cs_req_add(req, sizeof req, "step", "%u", st.step) < 0 ||
+        cs_req_add(req, sizeof req, "pid", "%d", (int)pid) < 0)
+        return;
+    if (cs_proto_call(cs_g.conf.socket, req, reply, sizeof reply, 500, why, sizeof why) < 0) {
+        st.quiet_engine = 1;
+        slurm_debug("cosched: step %u.%u: deregister pid %d: %s", st.job, st.step, (int)pid, why);
+    } else if (strncmp(reply, "OK", 2) != 0) {
+        slurm_debug("cosched: step %u.%u: deregister pid %d: %s", st.job, st.step, (int)pid, reply);
+    }
+}
+
 static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void fail(const char *fmt, ...)
 {
     va_list ap;
     st.failed = 1;
+    /* a later task failed after earlier ones registered: the step leaves the
+     * engine whole (half a step co-scheduled is neither one nor the other) */
+    while (st.nreg > 0)
+        deregister(st.reg[--st.nreg]);
     if (st.sh == NULL || atomic_load(&st.sh->state) == V_FAILED)
         return;
     va_start(ap, fmt);
@@ -375,16 +401,11 @@ int cs_remote_task_post_fork(spank_t sp)
     }
     spank_get_item(sp, S_TASK_GLOBAL_ID, &gtid);
     spank_get_item(sp, S_JOB_TOTAL_TASK_COUNT, &ntasks);
-    /* the step's node count (srun puts it in the step's environment); the
-     * job's only when that is missing: a one-node step of a bigger job may
-     * be frozen, a step spanning nodes never is (cosched(1) SLURM) */
-    {
-        char v[32];
-        if (spank_getenv(sp, "SLURM_STEP_NUM_NODES", v, sizeof v) == ESPANK_SUCCESS && atoi(v) > 0)
-            nnodes = (uint32_t)atoi(v);
-        else
-            spank_get_item(sp, S_JOB_NNODES, &nnodes);
-    }
+    /* the step's node count: in slurmstepd S_JOB_NNODES is the node count
+     * of the step being launched (its launch request's), from Slurm itself -
+     * never the step's environment, which the user controls: a step
+     * spanning nodes is never frozen (cosched(1) SLURM) */
+    spank_get_item(sp, S_JOB_NNODES, &nnodes);
     spank_get_item(sp, S_STEP_CPUS_PER_TASK, &cpt);
     if (spank_get_item(sp, S_STEP_ALLOC_CORES, &alloc) == ESPANK_SUCCESS && alloc != NULL)
         snprintf(cores, sizeof cores, "%s", alloc);
@@ -464,7 +485,6 @@ int cs_remote_task_init(spank_t sp)
 
 int cs_remote_task_exit(spank_t sp)
 {
-    char req[256], reply[256], why[256];
     pid_t pid = 0;
     int i;
 
@@ -475,13 +495,6 @@ int cs_remote_task_exit(spank_t sp)
     if (i == st.nreg)
         return 0;
     st.reg[i] = st.reg[--st.nreg];
-    if (cs_req_init(req, sizeof req, "deregister") < 0 || cs_req_add(req, sizeof req, "job", "%u", st.job) < 0 ||
-        cs_req_add(req, sizeof req, "step", "%u", st.step) < 0 ||
-        cs_req_add(req, sizeof req, "pid", "%d", (int)pid) < 0)
-        return 0;
-    if (cs_proto_call(cs_g.conf.socket, req, reply, sizeof reply, 500, why, sizeof why) < 0)
-        slurm_debug("cosched: step %u.%u: deregister pid %d: %s", st.job, st.step, (int)pid, why);
-    else if (strncmp(reply, "OK", 2) != 0)
-        slurm_debug("cosched: step %u.%u: deregister pid %d: %s", st.job, st.step, (int)pid, reply);
+    deregister(pid);
     return 0;
 }

@@ -327,6 +327,35 @@ EOF
     slurm_node_ok
 }
 
+@test "a later task refused after the first registered: the step leaves the engine whole, at once" {
+    requires python3
+    stub ERR_AFTER_FIRST
+    # while the tasks still run, each reads how many deregistrations the engine got
+    sr -n2 -c1 --cosched=gang sh -c "sleep 2; grep -c ' deregister ' '$PWD/stub.log'"
+    cat stub.log
+    [ "$rc" -eq 0 ]
+    assert_equal "$out" "$(printf '1\n1')" "deregistrations seen by the running tasks"
+    assert_contains "$err" "runs without co-scheduling: the engine refused: refused for the test"
+    # task 0's deregistration came right after task 1's refusal, not when it exits
+    pid0=$(grep " register .* task=0 " stub.log | sed 's/.* pid=\([0-9]*\).*/\1/')
+    [ -n "$pid0" ]
+    assert_equal "$(grep -c "deregister .* pid=$pid0\$" stub.log)" 1 "deregistrations of task 0"
+    assert_equal "$(grep -v '^cgroup \|^cpus ' stub.log | grep -n . | grep -E ' (register|deregister) ' | \
+        sed 's/.*COSCHED\/1 \([a-z]*\) .*/\1/' | tr '\n' ' ')" "register register deregister " "order of requests"
+    slurm_node_ok
+}
+
+@test "an engine that does not answer deregistrations costs a step's exit one wait, not one per task" {
+    requires python3
+    stub HANG_DEREG
+    sr -n2 -c1 --cosched=gang true
+    cat stub.log
+    [ "$rc" -eq 0 ]
+    assert_equal "$(grep -c ' register ' stub.log)" 2 "registrations"
+    assert_equal "$(grep -c ' deregister ' stub.log)" 1 "deregistrations tried"
+    slurm_node_ok
+}
+
 @test "an engine that never answers delays a step by at most timeout_ms" {
     requires python3
     stub HANG

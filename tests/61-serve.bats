@@ -513,19 +513,19 @@ gang_turns() {
            ${lines[k]} == "$k ERR the engine is busy (too many connections); try again" ]] ||
             { echo "connection $k: ${lines[k]}" >&2; false; }
     done
-    # silent ones: the 64 the engine holds time out, the others are turned away at once
-    run cs_send '' --silent --many 80
+    # silent ones (root's): the 256 the engine holds time out, the others are turned away at once
+    run cs_send '' --silent --many 300
     [ "$status" -eq 0 ]
-    [ "${#lines[@]}" -eq 80 ]
+    [ "${#lines[@]}" -eq 300 ]
     nbusy=0 nlate=0
-    for ((k = 0; k < 80; k++)); do
+    for ((k = 0; k < 300; k++)); do
         case ${lines[k]} in
         "$k ERR no complete request within 2 s") nlate=$((nlate + 1)) ;;
         "$k ERR the engine is busy (too many connections); try again") nbusy=$((nbusy + 1)) ;;
         *) echo "connection $k: ${lines[k]}" >&2; false ;;
         esac
     done
-    [ "$nbusy" -ge 16 ] || { echo "only $nbusy of 80 silent connections turned away (at most 64 held)" >&2; false; }
+    [ "$nbusy" -ge 44 ] || { echo "only $nbusy of 300 silent connections turned away (at most 256 held)" >&2; false; }
     assert_equal "$(cs_send 'COSCHED/1 ping')" "OK version=1 pid=$ENGINE policy=gang"
     gang_turns
 }

@@ -29,6 +29,12 @@
 #                               step_S/user/task_T, bound to LIST if given;
 #                               its pid goes to $BATS_TEST_TMPDIR/NAME.pid and
 #                               to the variable NAME
+#   fake_v1_step J S [UID]      the same in Slurm's cgroup v1 layout (below),
+#                               owned by UID as Slurm 22.05 makes it
+#   fake_v1_task J S T NAME [PROG ARGS...]
+#                               PROG in step J.S's freezer and in its cpuset
+#                               task_T (v1), as slurmstepd puts tasks
+#   v1_dir freezer|cpuset J S [SUB]  a v1 step's directory
 #   step_dir J S [SUB]          the step's directory (or SUB below it)
 #   step_frozen J S             "frozen" of step_S/user/cgroup.events (0/1)
 #   serve_start [ARGS...]       `cosched serve --socket $SOCK --quantum 100ms
@@ -106,6 +112,83 @@ fake_task() {
     if [[ $* == *" -p $BATS_TEST_TMPDIR/$name.ready"* ]]; then
         wait_for 10 test -s "$BATS_TEST_TMPDIR/$name.ready"
     fi
+}
+
+# Slurm's cgroup v1 layout (proctrack/cgroup, task/cgroup), in the REAL v1
+# freezer and cpuset hierarchies, below a cosched-fakeslurm/<pid> directory
+# (reclaimed like the v2 tree):
+#   <mnt>/cosched-fakeslurm/<pid>/slurm_fake/uid_<U>/job_<J>/step_<S>[/task_<T>]
+# the tasks sit in the step's freezer and in the cpuset task_<T> below the
+# step's.  Every cpuset level gets the machine's cpus and mems.
+v1_dir() {
+    local m g
+    m=$(_cs_v1_mount "$1")
+    local d=$m/cosched-fakeslurm/$$/slurm_fake/uid_${FAKE_V1_UID:-0}/job_$2/step_$3
+    for g in "$m"/cosched-fakeslurm/$$/slurm_fake/uid_*/job_"$2"/step_"$3"; do
+        [ -d "$g" ] && d=$g
+    done
+    [ -n "${4:-}" ] && d=$d/$4
+    echo "$d"
+}
+
+_v1_mkcpuset() {   # DIR: create it and every parent below the mount, with cpus and mems
+    local d=$1 m
+    m=$(_cs_v1_mount cpuset)
+    local rel=${d#"$m"/} cur=$m part
+    for part in ${rel//\// }; do
+        cur=$cur/$part
+        [ -d "$cur" ] && continue
+        mkdir "$cur"
+        cat "$m/cpuset.cpus" > "$cur/cpuset.cpus"
+        cat "$m/cpuset.mems" > "$cur/cpuset.mems"
+    done
+}
+
+fake_v1_step() {
+    local uid=${3:-0} f c
+    FAKE_V1_UID=$uid
+    f=$(v1_dir freezer "$1" "$2")
+    c=$(v1_dir cpuset "$1" "$2")
+    mkdir -p "$f"
+    _v1_mkcpuset "$c"
+    chown "$uid" "$f" "$c"
+}
+
+fake_v1_task() {
+    local j=$1 s=$2 t=$3 name=$4 f c pid
+    shift 4
+    [ $# -gt 0 ] || set -- "$PROGS/spin" -t 2
+    f=$(v1_dir freezer "$j" "$s")
+    c=$(v1_dir cpuset "$j" "$s" "task_$t")
+    _v1_mkcpuset "$c"
+    chown "$FAKE_V1_UID" "$c"
+    bash -c 'echo $$ > "$1/cgroup.procs" && echo $$ > "$2/cgroup.procs" && shift 2 && exec "$@"' _ "$f" "$c" "$@" 3>&- &
+    pid=$!
+    disown "$pid"
+    echo "$pid" > "$BATS_TEST_TMPDIR/$name.pid"
+    printf -v "$name" '%s' "$pid"
+    wait_for 5 "grep -qx $pid '$c/cgroup.procs'"
+}
+
+_fake_v1_teardown() {
+    local c m top p f
+    for c in freezer cpuset; do
+        m=$(_cs_v1_mount "$c")
+        top=$m/cosched-fakeslurm/$$
+        [ -d "$top" ] || continue
+        for f in $(find "$top" -name cgroup.procs 2>/dev/null); do
+            while read -r p; do kill -KILL "$p" 2>/dev/null || true; done < "$f"
+        done
+        [ "$c" = freezer ] && find "$top" -name freezer.state -exec sh -c 'echo THAWED > "$1"' _ {} \; 2>/dev/null
+    done
+    for c in freezer cpuset; do
+        m=$(_cs_v1_mount "$c")
+        top=$m/cosched-fakeslurm/$$
+        [ -d "$top" ] || continue
+        wait_for 5 "! find '$top' -name cgroup.procs -exec cat {} + 2>/dev/null | grep -q ." || true
+        find "$top" -depth -type d -execdir rmdir {} \; 2>/dev/null || true
+        rmdir "$m/cosched-fakeslurm" 2>/dev/null || true
+    done
 }
 
 step_frozen() {
@@ -202,10 +285,11 @@ fake_teardown() {
             [ "$(cat "$d/cgroup.freeze" 2>/dev/null)" = 0 ] || { echo 0 > "$d/cgroup.freeze"; } 2>/dev/null || true
         done
         wait_for 5 "grep -qx 'populated 0' '$FAKE_ROOT/cgroup.events'" || true
-        find "$FAKE_ROOT" -depth -type d -exec rmdir {} \; 2>/dev/null || true
+        find "$FAKE_ROOT" -depth -type d -execdir rmdir {} \; 2>/dev/null || true
         rmdir "$FAKE_TOP" 2>/dev/null || true
         [ -d "$FAKE_ROOT" ] && left+=("fake cgroup tree left: $FAKE_ROOT")
     fi
+    _fake_v1_teardown
     [ -n "${SOCKDIR:-}" ] && rm -rf "$SOCKDIR"
     cleanup_cosched
     [ ${#left[@]} -eq 0 ] && return 0

@@ -4,7 +4,9 @@ only speaks the socket protocol (launcher/proto.h): it appends every request
 to LOG, followed for register by the registering pid's /proc/PID/cgroup lines
 (prefixed "cgroup ") and its Cpus_allowed_list ("cpus "), and answers REPLY
 (default "OK id=<n> policy=<policy of the request>"; "ERR ..." to refuse;
-HANG to accept and never answer).
+HANG to accept and never answer; ERR_AFTER_FIRST: the first registration OK,
+every later one refused; HANG_DEREG: registrations OK, deregistrations never
+answered).
 For the plugin's tests (tests/60-slurm-plugin.bats); the real engine's tests
 use the real engine."""
 import os
@@ -45,13 +47,16 @@ while True:
         f.write(line + "\n")
         for e in extra:
             f.write(e + "\n")
-    if reply == "HANG":
+    verb = line.split()[1:2]
+    if reply == "HANG" or (reply == "HANG_DEREG" and verb == ["deregister"]):
         hung = globals().setdefault("hung", [])
         hung.append(c)        # keep the connection open, answer nothing
         continue
-    if reply is not None:
+    if reply == "ERR_AFTER_FIRST" and verb == ["register"] and n >= 1:
+        out = "ERR refused for the test"
+    elif reply is not None and reply not in ("ERR_AFTER_FIRST", "HANG_DEREG"):
         out = reply
-    elif line.split()[1:2] == ["register"]:
+    elif verb == ["register"]:
         n += 1
         out = f"OK id={n} policy={kv.get('policy', 'none')}"
     else:
