@@ -488,6 +488,23 @@ struct xp {
 
 #define CS_MAX_NODES 4096
 
+/* Operators and metric references of e, the metrics it uses expanded (what
+ * one evaluation walks); the count stops soon after it passes limit. */
+static int expr_cost(const struct cs_profile *p, const struct cs_expr *e, int limit)
+{
+    int n;
+    if (e == NULL || limit < 0)
+        return 0;
+    if (e->op == CS_EX_METRIC)
+        return 1 + expr_cost(p, p->metrics[e->index].expr, limit - 1);
+    n = e->l && e->r ? 1 : 0;
+    if (n <= limit)
+        n += expr_cost(p, e->l, limit - n);
+    if (n <= limit)
+        n += expr_cost(p, e->r, limit - n);
+    return n;
+}
+
 static struct cs_expr *node(enum cs_expr_op op, struct cs_expr *l, struct cs_expr *r)
 {
     struct cs_expr *e = xcalloc(1, sizeof *e);
@@ -604,6 +621,16 @@ static struct cs_expr *parse_primary(struct xp *x)
                 if (!m->available) {
                     fail(ps, s, "metric '%.*s' is declared unavailable (line %d) and cannot be used in a formula",
                          (int)len, s, m->line);
+                    return NULL;
+                }
+                /* cs_profile_eval() evaluates a metric where it is used:
+                 * bound the whole walk, or m1 m0*m0, m2 m1*m1 ... doubles it
+                 * at every line (and the engine evaluates every quantum) */
+                x->nodes += expr_cost(pr, m->expr, CS_MAX_NODES - x->nodes) + 1;
+                if (x->nodes > CS_MAX_NODES) {
+                    fail(ps, s, "formula too long (more than %d operators and metric references, the "
+                         "metrics it uses counted in full); '%.*s' alone is %d", CS_MAX_NODES, (int)len, s,
+                         expr_cost(pr, m->expr, CS_MAX_NODES));
                     return NULL;
                 }
                 e = node(CS_EX_METRIC, NULL, NULL);

@@ -257,6 +257,7 @@ static const struct field node_fields[] = {
     NF("cfs_imbalance", K_NUM, cfs_imbalance, 0, 10, 0, 0.1, "a number"),
 };
 #define NNODE_FIELDS (sizeof node_fields / sizeof node_fields[0])
+#define CS_SIM_MAX_CORES 4096       /* cores of a node, all packages (share/sim/README.md) */
 
 static const struct field *find_field(const struct field *t, size_t n, const char *name)
 {
@@ -339,6 +340,16 @@ struct cs_sim_node *cs_sim_node_load(const char *path)
             perr(&l, "end of file: %s is missing (%s)", node_fields[i].name, node_fields[i].help);
             goto fail;
         }
+    if ((double)n->packages * n->numa_per_package * n->llc_per_numa * n->cores_per_llc > CS_SIM_MAX_CORES) {
+        /* the engine builds the hwloc topology of every core: a node at the
+         * bounds of each key (16M cores) took minutes and gigabytes */
+        l.lineno = seen[find_field(node_fields, NNODE_FIELDS, "cores_per_llc") - node_fields];
+        perr(&l, "a node of %d x %d x %d x %d = %.0f cores (packages x numa_per_package x llc_per_numa x "
+             "cores_per_llc): expected at most %d", n->packages, n->numa_per_package, n->llc_per_numa,
+             n->cores_per_llc, (double)n->packages * n->numa_per_package * n->llc_per_numa * n->cores_per_llc,
+             CS_SIM_MAX_CORES);
+        goto fail;
+    }
     if (n->packages * n->numa_per_package > 1 && n->interconnect_bw <= 0) {
         l.lineno = seen[find_field(node_fields, NNODE_FIELDS, "packages") - node_fields];
         perr(&l, "a node with %d NUMA nodes needs interconnect_bw (GB/s) > 0",

@@ -17,7 +17,7 @@ esac
 cd "$(dirname "$0")/.."
 top=$(pwd)
 
-pkgs="build-essential autoconf automake libtool pkg-config libhwloc-dev hwloc liblua5.4-dev lua5.4 libnuma-dev libglpk-dev bats likwid python3 slurmctld slurmd slurm-client munge libslurm-dev"
+pkgs="build-essential autoconf automake libtool pkg-config libhwloc-dev hwloc liblua5.4-dev lua5.4 libnuma-dev libglpk-dev bats likwid python3 slurmctld slurmd slurm-client munge libslurm-dev clang libclang-rt-14-dev"
 missing=
 for p in $pkgs; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing="$missing $p"
@@ -51,6 +51,10 @@ demo)
 check)
     status=0
     make -s check || status=$?   # serial: the tests measure CPU shares on all cores
+    # the parsers under libFuzzer (tests/fuzz/README): 60 s per target
+    if [ "$status" -eq 0 ]; then
+        make -s fuzz FUZZ_TIME=60 || { echo "setup: make fuzz failed" >&2; status=1; }
+    fi
     # the release tarball builds and installs (tests already ran above)
     if [ "$status" -eq 0 ]; then
         make -s distcheck TESTS= >distcheck.out 2>&1 || { cat distcheck.out; echo "setup: make distcheck failed" >&2; status=1; }

@@ -148,6 +148,16 @@ broken() {
     broken close.txt 16 "unexpected ')' (no '(' to close)"
 }
 
+@test "profiles: a formula is bounded with the metrics it uses counted in full (m1 m0*m0*m0*m0, m2 m1*m1*m1*m1 ...)" {
+    # found by tests/fuzz (profile): evaluation expands every metric where it is
+    # used, so such a chain took 4^N steps every quantum; m6 would be 9555
+    { base; echo "m0 FIXC0"; for i in 1 2 3 4 5 6 7; do echo "m$i m$((i - 1))*m$((i - 1))*m$((i - 1))*m$((i - 1))"; done; } > chain.txt
+    broken chain.txt 31 "31:7: formula too long (more than 4096 operators and metric references, the metrics it uses counted in full); 'm5' alone is 2387"
+    { base; echo "m0 FIXC0"; for i in 1 2 3 4 5; do echo "m$i m$((i - 1))*m$((i - 1))*m$((i - 1))*m$((i - 1))"; done; } > ok.txt
+    run "$COSCHED" profiles --lint ok.txt
+    [ "$status" -eq 0 ]
+}
+
 @test "profiles: duplicate slot" {
     base | sed '8s/^PMC1 /PMC0 /' > dup.txt
     broken dup.txt 8 "duplicate slot 'PMC0' (already defined at line 7)"

@@ -537,6 +537,9 @@ EOF
     broken '/^mem_latency/d' "mem_latency is missing"
     broken 's/^packages .*/packages 1\npackages 2/' "packages given twice"
     broken 's/^packages .*/packages 2/' "needs interconnect_bw"
+    # found by tests/fuzz (simnode): 64 x 16 x 64 x 256 cores took minutes and gigabytes in hwloc
+    broken 's/^llc_per_numa .*/llc_per_numa 64/;s/^cores_per_llc .*/cores_per_llc 256/' \
+        "bad.node:10: a node of 1 x 1 x 64 x 256 = 16384 cores (packages x numa_per_package x llc_per_numa x cores_per_llc): expected at most 4096"
     # the line number is the line of the error
     sed 's/^mem_bw .*/mem_bw fast/' "$good" > bad.node
     local n; n=$(grep -n '^mem_bw' bad.node | cut -d: -f1)

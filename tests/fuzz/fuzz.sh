@@ -1,0 +1,92 @@
+#!/bin/sh
+# tests/fuzz/fuzz.sh - build the libFuzzer harnesses of tests/fuzz/ with clang
+# and run each one for FUZZ_TIME seconds on its seed corpus (`make fuzz`;
+# see tests/fuzz/README).
+#
+#   fuzz.sh SRCDIR BUILDDIR [TARGET...]      (default: every target)
+#
+# Environment (set by `make fuzz`): FUZZ_CC (clang), FUZZ_TIME (seconds per
+# target), FUZZ_CFLAGS (hwloc's and Lua's -I flags), FUZZ_LIBS (hwloc, Lua,
+# -lm), FUZZ_FLAGS (extra libFuzzer options for every run, e.g. -runs=0 to
+# replay the corpus only).  BUILDDIR holds the configured config.h.
+# A harness is rebuilt when a source is newer than it.  Runs write their new
+# inputs to BUILDDIR/tests/fuzz/work/TARGET (the seeds in the source tree are
+# read only) and a crashing input to BUILDDIR/tests/fuzz/work/TARGET-crash-*.
+# Exit status 0 when every target ran its time without a crash, a leak, an
+# UBSan report or a hang; 1 otherwise (the report and the input are named).
+set -eu
+src=$1
+build=$2
+shift 2
+cc=${FUZZ_CC:-clang}
+time=${FUZZ_TIME:-10}
+cflags="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
+
+# target: the launcher and plugin sources its harness needs
+sources() {
+    case $1 in
+    proto) echo launcher/proto.c ;;
+    spank) echo plugin/config.c ;;
+    jobfile) echo launcher/jobfile.c launcher/util.c ;;
+    profile | formula) echo launcher/profile.c launcher/util.c ;;
+    simnode | simapps) echo launcher/sim.c launcher/topo.c launcher/util.c ;;
+    replay) echo launcher/counters_replay.c launcher/profile.c launcher/util.c ;;
+    store) echo launcher/util.c ;;     # store.c is included by the harness
+    *) return 1 ;;
+    esac
+}
+all="proto spank jobfile profile formula simnode simapps replay store"
+[ $# -gt 0 ] || set -- $all
+
+command -v "$cc" >/dev/null 2>&1 || {
+    echo "fuzz: no $cc: install clang and libclang-rt-14-dev (Debian 12) or give FUZZ_CC" >&2
+    exit 1
+}
+abs=$(cd "$src" && pwd)
+abs_build=$(cd "$build" && pwd)
+out=$build/tests/fuzz
+mkdir -p "$out/work"
+status=0
+for t in "$@"; do
+    srcs=$(sources "$t") || { echo "fuzz: unknown target '$t' (targets: $all)" >&2; exit 2; }
+    bin=$out/fuzz_$t
+    deps="$src/tests/fuzz/fuzz_$t.c $src/tests/fuzz/fuzz.h"
+    [ "$t" != formula ] || deps="$deps $src/tests/fuzz/fuzz_profile.c"
+    [ "$t" != store ] || deps="$deps $src/launcher/store.c"
+    paths=
+    for s in $srcs; do
+        paths="$paths $src/$s"
+    done
+    stale=
+    [ -x "$bin" ] || stale=1
+    for f in $deps $paths; do
+        [ -n "$stale" ] || [ ! "$f" -nt "$bin" ] || stale=1
+    done
+    if [ -n "$stale" ]; then
+        echo "fuzz: building $bin" >&2
+        # shellcheck disable=SC2086
+        $cc $cflags -DHAVE_CONFIG_H -I"$build" -I"$src/launcher" -DCOSCHED_DATADIR="\"$abs\"" \
+            -DCOSCHED_SRCDIR="\"$abs\"" -DCOSCHED_BUILDDIR="\"$abs_build\"" ${FUZZ_CFLAGS:-} \
+            -o "$bin" "$src/tests/fuzz/fuzz_$t.c" $paths ${FUZZ_LIBS:-} || {
+            echo "fuzz: cannot build fuzz_$t with $cc (libFuzzer is in libclang-rt-14-dev)" >&2
+            exit 1
+        }
+    fi
+    mkdir -p "$out/work/$t"
+    log=$out/work/$t.log
+    echo "fuzz: $t for $time s" >&2
+    # halt_on_error: the first UBSan report ends the run with an error
+    if UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 \
+        "$bin" -max_total_time="$time" -timeout=10 -rss_limit_mb=2048 -max_len=8192 \
+        -error_exitcode=77 -timeout_exitcode=77 -print_final_stats=1 \
+        -artifact_prefix="$out/work/$t-" ${FUZZ_FLAGS:-} \
+        "$out/work/$t" "$src/tests/fuzz/corpus/$t" >"$log" 2>&1; then
+        grep -h '^stat::number_of_executed_units' "$log" | sed "s/^stat::/fuzz: $t: /" >&2 || true
+    else
+        echo "fuzz: $t FAILED; the report ($log):" >&2
+        grep -v '^#[0-9]' "$log" | tail -60 >&2
+        ls "$out/work/$t"-* 2>/dev/null | sed 's/^/fuzz: input: /' >&2 || true
+        status=1
+    fi
+done
+exit $status
