@@ -175,7 +175,8 @@ struct cs_job {
     int stop_killed;
     /* profile store (store.c): the key, the entry the store held when the
      * job was set up (NULL: none, or --reprofile), the last result a policy
-     * handed back (NULL: none).  Freed by cs_store_job_free(). */
+     * handed back (NULL: none).  Freed by cs_store_job_free(), which
+     * cs_job_free() calls. */
     struct cs_store_key *store_key;
     struct cs_stored *stored;
     struct cs_stored *result;

@@ -102,6 +102,7 @@ void cs_job_free(struct cs_job *j)
 {
     if (j == NULL)
         return;
+    cs_store_job_free(j);
     free(j->name);
     free_words(j->argv);
     free(j->cwd);

@@ -1120,6 +1120,7 @@ out_parent:
         cs_job_free(e.jobs[i]);
     }
     free(e.jobs);
+    free(e.run_id);
     if (e.policy)
         cs_policy_free(e.policy);
     if (profile)

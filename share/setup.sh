@@ -59,6 +59,10 @@ check)
     if [ "$status" -eq 0 ]; then
         make -s distcheck TESTS= >distcheck.out 2>&1 || { cat distcheck.out; echo "setup: make distcheck failed" >&2; status=1; }
     fi
+    # the engine's tiers again under ASan + UBSan: any report fails CI (Makefile.am)
+    if [ "$status" -eq 0 ]; then
+        make -s check-asan || { echo "setup: make check-asan failed (sanitizer reports above, if any)" >&2; status=1; }
+    fi
     # one closing line that any CI reader understands
     awk '/^# PASS:/ {p=$3} /^# FAIL:/ {f=$3} /^# ERROR:/ {e=$3} /^# SKIP:/ {s=$3}
          END {printf "%d passed, %d failed, %d skipped\n", p, f+e, s}' test-suite.log
