@@ -170,22 +170,22 @@ fake_v1_task() {
     wait_for 5 "grep -qx $pid '$c/cgroup.procs'"
 }
 
-_fake_v1_teardown() {
-    local c m top p f
+_fake_v1_teardown() {   # (-execdir: a test may leave trees deeper than PATH_MAX)
+    local c m top p
     for c in freezer cpuset; do
         m=$(_cs_v1_mount "$c")
         top=$m/cosched-fakeslurm/$$
         [ -d "$top" ] || continue
-        for f in $(find "$top" -name cgroup.procs 2>/dev/null); do
-            while read -r p; do kill -KILL "$p" 2>/dev/null || true; done < "$f"
+        find "$top" -name cgroup.procs -execdir cat {} + 2>/dev/null | while read -r p; do
+            kill -KILL "$p" 2>/dev/null || true
         done
-        [ "$c" = freezer ] && find "$top" -name freezer.state -exec sh -c 'echo THAWED > "$1"' _ {} \; 2>/dev/null
+        [ "$c" = freezer ] && find "$top" -name freezer.state -execdir sh -c 'echo THAWED > "$1"' _ {} \; 2>/dev/null
     done
     for c in freezer cpuset; do
         m=$(_cs_v1_mount "$c")
         top=$m/cosched-fakeslurm/$$
         [ -d "$top" ] || continue
-        wait_for 5 "! find '$top' -name cgroup.procs -exec cat {} + 2>/dev/null | grep -q ." || true
+        wait_for 5 "! find '$top' -name cgroup.procs -execdir cat {} + 2>/dev/null | grep -q ." || true
         find "$top" -depth -type d -execdir rmdir {} \; 2>/dev/null || true
         rmdir "$m/cosched-fakeslurm" 2>/dev/null || true
     done
