@@ -27,7 +27,7 @@ sources() {
     case $1 in
     proto) echo launcher/proto.c ;;
     spank) echo plugin/config.c ;;
-    jobfile) echo launcher/jobfile.c launcher/util.c ;;
+    jobfile) echo launcher/jobfile.c launcher/util.c launcher/store.c ;;
     profile | formula) echo launcher/profile.c launcher/util.c ;;
     simnode | simapps) echo launcher/sim.c launcher/topo.c launcher/util.c ;;
     replay) echo launcher/counters_replay.c launcher/profile.c launcher/util.c ;;
