@@ -533,7 +533,9 @@ gang_turns() {
 # ------------------------------------------------------------------ 5. status
 
 @test "status --json: valid JSON with every field, and the state agrees with the kernel" {
-    two_steps --policy gang --quantum 300ms
+    # 1 s quanta: a look (two cgroup.events reads around a `cosched status`,
+    # slow under ASan with its exit-time leak check) must not span a whole switch
+    two_steps --policy gang --quantum 1s
     run status_json
     [ "$status" -eq 0 ]
     echo "$output" | python3 -c '
