@@ -301,6 +301,19 @@ int cs_proc_all_stopped(pid_t pid);           /* 1: every thread T, t, Z or X */
 hwloc_const_bitmap_t cs_proc_start_cpus(void); /* cosched's affinity at start */
 /* Bind every thread listed in dir's cgroup.threads (v2) or tasks (v1). */
 int cs_affinity_cgroup(const char *who, const char *dir, hwloc_const_bitmap_t cpus);
+/* The CPU bindings a job's threads chose themselves, kept across core moves
+ * (binds.c): note() before a move from cur, apply() after it, with the
+ * threads found in the job's cgroups; apply gives each bound thread
+ * binding & now (all of now where that is empty) and returns how many it
+ * had to set.  format/parse: "TID=LIST;..." for guardian records. */
+struct cs_binds;
+struct cs_binds *cs_binds_new(void);
+void cs_binds_free(struct cs_binds *s);
+void cs_binds_note(struct cs_binds *s, const pid_t *tids, size_t n, hwloc_const_bitmap_t cur);
+int cs_binds_apply(struct cs_binds *s, const pid_t *tids, size_t n, hwloc_const_bitmap_t now);
+int cs_binds_count(const struct cs_binds *s);
+int cs_binds_format(const struct cs_binds *s, char *out, size_t len);
+int cs_binds_parse(struct cs_binds *s, const char *text);
 /* Directory of cosched's own cgroup in the v1 hierarchy of ctl, or in
  * cgroup2 if ctl is NULL, and that hierarchy's mount point; -1 and why. */
 int cs_cgroup_locate(const char *ctl, char *mnt, size_t mntlen, char *dir, size_t dirlen,

@@ -14,9 +14,9 @@
  *              groups), written parent first when growing and children
  *              first when shrinking, since a v1 child must stay inside its
  *              parent.  Writing cpuset.cpus rebinds the tasks to the whole
- *              set: a per-task binding of task/affinity is lost for good
- *              once the step was moved; the step's cpuset value (not the
- *              per-task binding) is restored on release (cosched(1)).
+ *              set (kernels before 6.2): each move keeps the threads' own
+ *              bindings (--cpu-bind) through binds.c, and release and the
+ *              guardian's record give them back (cosched(1)).
  *   cgroup v2 (Slurm's cgroup/v2 layout):
  *       <mnt>/.../job_<j>/step_<s>/{slurm,user/task_<t>}
  *     freeze:  step_<s>/user/cgroup.freeze - the tasks' part of the step; the
@@ -65,6 +65,7 @@
 #define TREE_DEPTH 3                /* levels below the step's directory */
 #define TREE_GROUPS 256             /* cgroups, the step's own included */
 #define PIDS_LOOKED_AT 512          /* tasks read for pending kill signals */
+#define TIDS_BOUND 4096             /* threads whose own CPU binding is kept */
 
 struct sl_job {
     int v2;
@@ -77,6 +78,10 @@ struct sl_job {
     int kill_ignored;           /* pending for longer than Slurm's kill takes: looked at no more */
     int pinned;                 /* its tree is too large: its cores are no longer moved */
     char record[REC_MAX];
+    char cur[1024];             /* the cores the engine last gave it */
+    struct cs_binds *binds;     /* its threads' own CPU bindings (binds.c) */
+    char bindrec[REC_MAX / 2];  /* those bindings as the record has them */
+    int bind_overflow;          /* more than a record holds (said once) */
     struct cs_proc_cpu cpu;
 };
 
@@ -328,6 +333,8 @@ static int ids_of(const struct cs_job *j, unsigned long *job, unsigned long *ste
     return sscanf(j->name, "%lu.%lu", job, step) == 2 ? 0 : -1;
 }
 
+static int make_record(struct sl_job *sj);
+
 static int sl_job_attach(struct cs_engine *e, struct cs_job *j, pid_t pid)
 {
     struct sl_job *sj = calloc(1, sizeof *sj);
@@ -344,15 +351,59 @@ static int sl_job_attach(struct cs_engine *e, struct cs_job *j, pid_t pid)
         free(sj);
         return -1;
     }
+    if (!(sj->binds = cs_binds_new())) {
+        cs_err(WHO ": step %s: out of memory", j->name);
+        free(sj);
+        return -1;
+    }
+    snprintf(sj->cur, sizeof sj->cur, "%s", sj->orig);
+    make_record(sj);
+    cs_guard_record("%s", sj->record);
+    held_add(sj->record);
+    j->ctl = sj;
+    return 0;
+}
+
+/* The guardian's record of a step: "slurm v1|v2 FREEZEDIR CPUSETDIR|- CORES
+ * [BINDINGS]", BINDINGS as cs_binds_format writes them; -1 (and the record
+ * without them) when they do not fit. */
+static int make_record(struct sl_job *sj)
+{
+    sj->record[0] = '\0';
     cs_rec_add(sj->record, sizeof sj->record, "slurm");
     cs_rec_add(sj->record, sizeof sj->record, sj->v2 ? "v2" : "v1");
     cs_rec_add(sj->record, sizeof sj->record, sj->freeze);
     cs_rec_add(sj->record, sizeof sj->record, sj->cpuset[0] ? sj->cpuset : "-");
     cs_rec_add(sj->record, sizeof sj->record, sj->orig);
-    cs_guard_record("%s", sj->record);
-    held_add(sj->record);
-    j->ctl = sj;
+    if (sj->bindrec[0] && cs_rec_add(sj->record, sizeof sj->record, sj->bindrec) < 0) {
+        sj->bindrec[0] = '\0';
+        make_record(sj);
+        return -1;
+    }
     return 0;
+}
+
+/* After the bindings changed: the guardian and the held file get the new
+ * record, so that a rescue restores the bindings too. */
+static void update_record(struct sl_job *sj, const char *name)
+{
+    char b[sizeof sj->bindrec];
+    int fits = cs_binds_format(sj->binds, b, sizeof b) == 0;
+
+    if (!fits)
+        b[0] = '\0';
+    if (strcmp(b, sj->bindrec) != 0) {
+        cs_guard_forget("%s", sj->record);
+        held_drop(sj->record);
+        snprintf(sj->bindrec, sizeof sj->bindrec, "%s", b);
+        fits = make_record(sj) == 0 && fits;
+        cs_guard_record("%s", sj->record);
+        held_add(sj->record);
+    }
+    if (!fits && !sj->bind_overflow)
+        cs_warn(WHO ": step %s: too many bound threads to keep for the guardian: if the engine dies, "
+                "the step gets its cores back but not its threads' own CPU bindings", name);
+    sj->bind_overflow = !fits;
 }
 
 /* ------------------------------------------------------------ the tree */
@@ -492,6 +543,33 @@ static char *tree_read(const struct tree *t, int i, const char *file)
     return buf;
 }
 
+/* The threads of a step as far as the engine follows its tree (v1: the
+ * cpuset tree's tasks; v2: cgroup.threads below step/user), at most
+ * TIDS_BOUND; malloc'd into *out, count returned (0 on any failure). */
+static size_t step_tids(int v2, const char *cpuset, const char *freeze, pid_t **out)
+{
+    struct tree *t = tree_open(v2 ? freeze : cpuset, TREE_DEPTH, NULL);
+    size_t n = 0;
+    pid_t *v = t ? malloc(TIDS_BOUND * sizeof *v) : NULL;
+
+    for (int i = 0; v && i < t->n && n < TIDS_BOUND; i++) {
+        char *list = tree_read(t, i, v2 ? "cgroup.threads" : "tasks"), *p, *end;
+        for (p = list; p && *p && n < TIDS_BOUND; p = end) {
+            long tid = strtol(p, &end, 10);
+            if (end == p) {
+                end = p + 1;
+                continue;
+            }
+            if (tid > 0 && tid <= INT_MAX)
+                v[n++] = (pid_t)tid;
+        }
+        free(list);
+    }
+    tree_close(t);
+    *out = v;
+    return n;
+}
+
 /* The step's cores: v2 with a cpuset controller, its user/cpuset.cpus (the
  * kernel confines what is below); v2 without one, the affinity of every
  * thread in the tree; v1, cpuset.cpus of every group of the tree, grown to
@@ -553,6 +631,32 @@ out:
     return r;
 }
 
+/* Move the step's cores to list, keeping its threads' own CPU bindings
+ * (binds may be NULL: the guardian's rescue of a record without any).  With
+ * learn, what the threads have now is looked at first (cur: what they were
+ * given last); a rescue only applies what its record says. */
+static int move(int v2, const char *cpuset, const char *freeze, struct cs_binds *binds, int learn,
+                const char *cur, const char *list)
+{
+    hwloc_bitmap_t c = hwloc_bitmap_alloc(), l = hwloc_bitmap_alloc();
+    pid_t *tids = NULL;
+    size_t n = 0;
+    int r;
+
+    if (binds && c && l && hwloc_bitmap_list_sscanf(c, cur) == 0 && hwloc_bitmap_list_sscanf(l, list) == 0) {
+        n = step_tids(v2, cpuset, freeze, &tids);
+        if (learn)
+            cs_binds_note(binds, tids, n, c);
+    }
+    r = set_cores(v2, cpuset, freeze, list);
+    if (r != -1 && n)
+        cs_binds_apply(binds, tids, n, l);
+    free(tids);
+    hwloc_bitmap_free(c);
+    hwloc_bitmap_free(l);
+    return r;
+}
+
 static int sl_set_cpus(struct cs_engine *e, struct cs_job *j, hwloc_const_bitmap_t cpus, hwloc_const_bitmap_t mems)
 {
     struct sl_job *sj = j->ctl;
@@ -562,14 +666,18 @@ static int sl_set_cpus(struct cs_engine *e, struct cs_job *j, hwloc_const_bitmap
     if (sj->pinned)
         return 0;
     hwloc_bitmap_list_snprintf(list, sizeof list, cpus);
-    r = set_cores(sj->v2, sj->cpuset, sj->freeze, list);
+    r = move(sj->v2, sj->cpuset, sj->freeze, sj->binds, 1, sj->cur, list);
+    if (r == 0)
+        snprintf(sj->cur, sizeof sj->cur, "%s", list);
     if (r == -2) {
         sj->pinned = 1;
         cs_warn(WHO ": step %s has more than %d cgroups or %d levels below %s (made by its owner): its cores "
                 "are no longer moved, it keeps the ones Slurm gave it (%s) and is only frozen and thawed",
                 j->name, TREE_GROUPS, TREE_DEPTH, sj->v2 ? sj->freeze : sj->cpuset, sj->orig);
-        r = set_cores(sj->v2, sj->cpuset, sj->freeze, sj->orig) == -1 ? -1 : 0;
+        r = move(sj->v2, sj->cpuset, sj->freeze, sj->binds, 0, sj->cur, sj->orig) == -1 ? -1 : 0;
+        snprintf(sj->cur, sizeof sj->cur, "%s", sj->orig);
     }
+    update_record(sj, j->name);
     return r;
 }
 
@@ -806,12 +914,13 @@ static int sl_cpu_time(struct cs_engine *e, struct cs_job *j, uint64_t *ns)
 
 /* Thaw and give the step back its own cores; the step may be gone already
  * (Slurm removes its cgroups when it ends): nothing to say then. */
-static void restore(int v2, const char *freeze, const char *cpuset, const char *orig)
+static void restore(int v2, const char *freeze, const char *cpuset, const char *orig,
+                    struct cs_binds *binds, const char *cur)
 {
     if (access(freeze, F_OK) < 0)
         return;
     cs_cg_write(WHO, freeze, freeze_file(v2), freeze_value(v2, 0));
-    if ((cpuset[0] || v2) && set_cores(v2, cpuset, freeze, orig) == -2 && !v2) {
+    if ((cpuset[0] || v2) && move(v2, cpuset, freeze, binds, cur != NULL, cur ? cur : orig, orig) == -2 && !v2) {
         /* a tree larger than we follow: give back what we can, parents first */
         struct tree *t = tree_open(cpuset, TREE_DEPTH, NULL);
         for (int i = 0; t && i < t->n; i++)
@@ -826,9 +935,10 @@ static void sl_job_release(struct cs_engine *e, struct cs_job *j)
 
     if (!sj)
         return;
-    restore(sj->v2, sj->freeze, sj->cpuset, sj->orig);
+    restore(sj->v2, sj->freeze, sj->cpuset, sj->orig, sj->binds, sj->cur);
     cs_guard_forget("%s", sj->record);
     held_drop(sj->record);
+    cs_binds_free(sj->binds);
     free(sj);
     j->ctl = NULL;
 }
@@ -837,26 +947,34 @@ static void sl_fini(struct cs_engine *e)
 {
 }
 
-/* "slurm v1|v2 FREEZEDIR CPUSETDIR|- CORES" */
+/* "slurm v1|v2 FREEZEDIR CPUSETDIR|- CORES [BINDINGS]" (make_record) */
 static void sl_rescue(const char *record)
 {
-    char *copy = strdup(record), *f[5];
+    char *copy = strdup(record), *f[6];
+    struct cs_binds *b = NULL;
+    int n;
 
     if (!copy)
         return;
-    if (cs_rec_split(copy, f, 5) != 5 || strcmp(f[0], "slurm") != 0)
+    n = cs_rec_split(copy, f, 6);
+    if ((n != 5 && n != 6) || strcmp(f[0], "slurm") != 0) {
         cs_warn(WHO ": guardian: ignoring malformed record '%s'", record);
-    else
-        restore(strcmp(f[1], "v2") == 0, f[2], strcmp(f[3], "-") ? f[3] : "", f[4]);
+    } else {
+        if (n == 6 && (b = cs_binds_new()) && cs_binds_parse(b, f[5]) < 0)
+            cs_warn(WHO ": guardian: ignoring malformed bindings in record '%s'", record);
+        restore(strcmp(f[1], "v2") == 0, f[2], strcmp(f[3], "-") ? f[3] : "", f[4], b, NULL);
+    }
+    cs_binds_free(b);
     free(copy);
 }
 
 /* Only the thaw of a record (the guardian's first pass). */
 static void sl_rescue_thaw(const char *record)
 {
-    char *copy = strdup(record), *f[5];
+    char *copy = strdup(record), *f[6];
+    int n = copy ? cs_rec_split(copy, f, 6) : 0;
 
-    if (copy && cs_rec_split(copy, f, 5) == 5 && strcmp(f[0], "slurm") == 0 && access(f[2], F_OK) == 0) {
+    if ((n == 5 || n == 6) && strcmp(f[0], "slurm") == 0 && access(f[2], F_OK) == 0) {
         int v2 = strcmp(f[1], "v2") == 0;
         cs_cg_write(WHO, f[2], freeze_file(v2), freeze_value(v2, 0));
     }

@@ -660,6 +660,75 @@ three_folded() {  # tft with 3 steps until one is frozen and the others folded
     assert_equal "$(cs_send 'COSCHED/1 ping')" "OK version=1 pid=$ENGINE policy=gang"
 }
 
+# bound_step: step 7.0 of three tasks bound as `srun --cpu-bind=mask_cpu:0x3,0x2,0x1`
+# would (task 0 pid $a on CPUs 0-1, task 1 pid $a1 on CPU 1, task 2 pid $a2 on
+# CPU 0), step 8.0 (pid $b) unbound, under tft; returns once 7.0 was folded
+# (its tasks' bindings gone).  Task 0 is unbound because without a cpuset
+# controller (this machine's cgroup2) the engine takes a v2 step's cores from
+# its first task's affinity.
+bound_step() {
+    fake_step 7 0
+    fake_step 8 0
+    fake_task 7 0 0 a
+    fake_task 7 0 1 a1 --cpus 1
+    fake_task 7 0 2 a2 --cpus 0
+    fake_task 8 0 0 b
+    serve_start --policy tft --quantum 200ms
+    registered 7 0 "$a"
+    registered 7 0 "$a1"
+    registered 7 0 "$a2"
+    registered 8 0 "$b"
+    wait_for 10 '[ "$(task_cpus "$a1")" = "$(task_cpus "$a2")" ] && [ "$(task_cpus "$b")" != "$ALL" ]'
+}
+
+# own_binding PID CPU: every thread of PID on exactly CPU (a binding kept)
+own_binding() {
+    local c
+    c=$(task_cpus "$1")
+    [ "$c" = "$2" ] && return 0
+    echo "pid $1: threads on '$(echo $c)', want all of them on its own binding $2" >&2
+    return 1
+}
+
+@test "a task's own CPU binding (--cpu-bind) survives the moves: back on its CPU when the step has it again, and on release" {
+    requires multicore
+    bound_step
+    # folded: the tasks share the step's one CPU (the kernel's rule for a
+    # binding outside the set), never a CPU outside the step's
+    assert_equal "$(task_cpus "$a")" "$(task_cpus "$a1")" "7.0's tasks while folded"
+    assert_equal "$(task_cpus "$a")" "$(task_cpus "$a2")" "7.0's tasks while folded"
+    # 8.0 leaves: 7.0 holds the node again, each task on its own CPUs
+    run cs_send "COSCHED/1 deregister job=8 step=0 pid=$b"
+    assert_equal "$output" OK "deregister reply"
+    wait_for 10 own_binding "$a1" 1
+    wait_for 10 own_binding "$a2" 0
+    own_binding "$a" "$ALL"
+    # 8.0 comes back (folded again), then the engine ends: bindings given back
+    registered 8 0 "$b"
+    wait_for 10 '[ "$(task_cpus "$a1")" = "$(task_cpus "$a2")" ]'
+    kill -TERM "$ENGINE"
+    wait "$ENGINE" || true
+    own_binding "$a1" 1
+    own_binding "$a2" 0
+    own_binding "$a" "$ALL"
+    assert_equal "$(task_cpus "$b")" "$ALL" "unbound 8.0 after release"
+    assert_equal "$(step_frozen 7 0)$(step_frozen 8 0)" 00 "frozen after release"
+}
+
+@test "kill -9 of the engine while a bound step is folded: the guardian gives each task its own CPU back" {
+    requires multicore
+    bound_step
+    # the guardian's record carries the bindings once they were learnt
+    wait_for 10 "cat '$SOCK'.held/* 2>/dev/null | grep -q '=1;.*=0'"
+    kill -KILL "$ENGINE"
+    wait "$ENGINE" || true
+    wait_for 5 own_binding "$a1" 1
+    wait_for 5 own_binding "$a2" 0
+    wait_for 5 own_binding "$a" "$ALL"
+    wait_for 5 '[ "$(task_cpus "$b")" = "$ALL" ]'
+    assert_equal "$(step_frozen 7 0)$(step_frozen 8 0)" 00 "frozen after the guardian"
+}
+
 @test "a policy that errors in plan(): fallback, every step runs on all its cpus, none stays frozen" {
     mkdir -m 755 pol
     cat > pol/boom.lua <<'EOF'
