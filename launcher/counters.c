@@ -103,6 +103,14 @@ static int backend_check(const struct cs_counter_ops *b, const struct cs_profile
     return cs_counters_likwid_check(p, NULL, why, len);
 }
 
+/* Why "auto" found no backend (for results that outlive the log line). */
+static char none_why[320];
+
+const char *cs_counters_none_why(void)
+{
+    return none_why[0] ? none_why : "no counter backend works here";
+}
+
 const struct cs_counter_ops *cs_counters_select(const char *spec, const struct cs_profile *p, const char **arg)
 {
     const struct cs_counter_ops *b = NULL;
@@ -172,9 +180,10 @@ const struct cs_counter_ops *cs_counters_select(const char *spec, const struct c
             }
         /* one short line by default (most VMs and laptops land here on every
          * run); what each backend said with -v */
-        cs_info("counters: none: profile %s cannot be counted here (%s); policies get no measurements%s", p->name,
-                strstr(whys[1], "no hardware PMU") || strstr(whys[0], "no PMU") ? "no hardware PMU"
-                                                                                 : "neither perf nor likwid counts its events",
+        snprintf(none_why, sizeof none_why, "profile %s cannot be counted here (%s)", p->name,
+                 strstr(whys[1], "no hardware PMU") || strstr(whys[0], "no PMU") ? "no hardware PMU"
+                                                                                  : "neither perf nor likwid counts its events");
+        cs_info("counters: none: %s; policies get no measurements%s", none_why,
                 cs_verbosity >= CS_LOG_DEBUG ? "" : " (-v says why)");
         cs_debug("counters: perf: %s; likwid: %s", whys[1], whys[0]);
         return &cs_counters_none;

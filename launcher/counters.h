@@ -79,6 +79,8 @@ int cs_counters_likwid_check(const struct cs_profile *p, unsigned char *countabl
  * an error (NULL).  *arg gets the replay file. */
 const struct cs_counter_ops *cs_counters_select(const char *spec, const struct cs_profile *p,
                                                 const char **arg);
+/* Why "auto" chose cs_counters_none, in one line (for JSON results). */
+const char *cs_counters_none_why(void);
 
 /* Recording (--record-counters FILE): one JSON line per job per step. */
 int cs_counters_record_open(const char *path, const struct cs_profile *p);

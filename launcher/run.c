@@ -604,7 +604,7 @@ static int run_or_classify(int argc, char **argv, struct classify *cl)
         if (cl && profile == NULL)
             snprintf(cl->counting, sizeof cl->counting, "%s", why);
         else if (cl && e.cnt == &cs_counters_none)
-            snprintf(cl->counting, sizeof cl->counting, "no counter backend works here (see the message above)");
+            snprintf(cl->counting, sizeof cl->counting, "%s", cs_counters_none_why());
         if (e.cnt == &cs_counters_none) {
             cs_profile_free(profile);
             profile = NULL;
@@ -745,7 +745,7 @@ static int classify_report(struct cs_engine *e, struct classify *cl, int status)
     snprintf(cls, sizeof cls, "%s", r->cls ? (char[2]){ r->cls, 0 } : "unknown");
     if (r->degraded) {
         const char *c = cl->counting[0] ? cl->counting : "no step of the program was counted";
-        if (!have_pmu())
+        if (!have_pmu() && !strstr(c, "no hardware PMU"))
             snprintf(why, sizeof why, "no hardware PMU: %s", c);
         else
             snprintf(why, sizeof why, "%s", c);

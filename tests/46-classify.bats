@@ -6,6 +6,7 @@
 # right type, not its value.
 
 load helpers/common
+bats_require_minimum_version 1.5.0
 
 setup() {
     requires cosched python3
@@ -83,6 +84,20 @@ PY
     run "$COSCHED" classify --json --store st --counters none --quantum 100ms -- "$PROGS/spin" -c 5
     [ "$status" -eq 0 ]
     echo "$output" | grep '^{' | python3 -c 'import json,sys; r=json.load(sys.stdin); assert r["degraded"] and r["class"] == "unknown" and r["fp"] is None, r'
+}
+
+@test "classify --json --quiet with the counters auto finds none: the JSON itself says why (no 'message above')" {
+    has_pmu && skip "this machine has a hardware PMU: auto may count here, there is no reason to give"
+    run --separate-stderr "$COSCHED" classify --json --quiet --store st --quantum 100ms -- "$PROGS/spin" -c 5
+    [ "$status" -eq 0 ] || { echo "$output $stderr"; false; }
+    [ -z "$stderr" ] || { echo "--quiet printed: $stderr"; false; }
+    echo "$output" | python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+why = r["degraded_reason"]
+assert r["degraded"] and r["counters"] == "none", r
+assert "above" not in why and "cannot be counted here" in why, why
+'
 }
 
 @test "classify --to-end lets the program finish" {
