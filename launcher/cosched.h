@@ -60,6 +60,12 @@ int cs_parse_long(const char *s, long lo, long hi, long *out);
 /* Write/read a small control file; -1 with errno set on failure. */
 int cs_write_file(const char *path, const char *s);
 int cs_read_file(const char *path, char *buf, size_t len);
+/* Did you mean: the candidate closest to word (a typo or two away), or NULL. */
+const char *cs_closest(const char *word, const char *const *cands, size_t n);
+/* "did you mean --NAME? " for an unknown --option close to one of opts, else "". */
+struct option;
+const char *cs_option_hint(const char *arg, const struct option *opts, char *buf, size_t len);
+
 FILE *cs_fopen_write(const char *path);
 char *cs_strdup_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Where the shipped data (lua/, profiles/) is: $COSCHED_DATADIR, else the

@@ -41,13 +41,40 @@ int main(int argc, char **argv)
         printf("cosched %s (policy API %d)\n", PACKAGE_VERSION, CS_POLICY_API);
         return 0;
     }
+    size_t ncmd = sizeof commands / sizeof commands[0];
+    const char *names[sizeof commands / sizeof commands[0]];
+    for (size_t i = 0; i < ncmd; i++)
+        names[i] = commands[i].name;
+    /* `cosched help CMD` is `cosched CMD --help` */
+    if (strcmp(argv[1], "help") == 0 && argc > 2) {
+        for (size_t i = 0; i < ncmd; i++)
+            if (strcmp(argv[2], commands[i].name) == 0) {
+                char *av[] = { argv[2], "--help", NULL };
+                return commands[i].fn(2, av);
+            }
+        const char *near = cs_closest(argv[2], names, ncmd);
+        cs_err("help: unknown command '%s' (%s%s%sknown: run, classify, topology, policies, profiles, serve, status, "
+               "simulate)", argv[2], near ? "did you mean " : "", near ? near : "", near ? "? " : "");
+        return 2;
+    }
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
         usage(stdout);
         return 0;
     }
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+    for (size_t i = 0; i < ncmd; i++)
         if (strcmp(argv[1], commands[i].name) == 0)
             return commands[i].fn(argc - 1, argv + 1);
-    cs_err("unknown command '%s' (known: run, classify, topology, policies, profiles, serve, status, simulate; see cosched --help)", argv[1]);
+    /* `cosched --verbose run`: options belong to a command, after it */
+    if (argv[1][0] == '-')
+        for (int a = 2; a < argc; a++)
+            for (size_t i = 0; i < ncmd; i++)
+                if (strcmp(argv[a], commands[i].name) == 0) {
+                    cs_err("'%s' is an option of a command: put it after the command (cosched %s %s ...)", argv[1],
+                           commands[i].name, argv[1]);
+                    return 2;
+                }
+    const char *near = cs_closest(argv[1], names, ncmd);
+    cs_err("unknown command '%s' (%s%s%sknown: run, classify, topology, policies, profiles, serve, status, simulate; "
+           "see cosched --help)", argv[1], near ? "did you mean " : "", near ? near : "", near ? "? " : "");
     return 2;
 }

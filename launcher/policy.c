@@ -1467,14 +1467,22 @@ struct cs_policy *cs_policy_load(const char *name, char **search, int nsearch,
                 if (v[i].shadowed_by < 0)
                     len += sprintf(known + len, "%s%s", len ? ", " : "", v[i].name);
         }
+        const char **names = n > 0 ? calloc((size_t)n, sizeof *names) : NULL;
+        const char *near = NULL;
+        for (i = 0; names && i < n; i++)
+            names[i] = v[i].shadowed_by < 0 ? v[i].name : NULL;
+        if (names)
+            near = cs_closest(name, names, (size_t)n);
         if (n && known)
-            cs_err("unknown policy '%s' (known: %s)", name, known);
+            cs_err("unknown policy '%s' (%s%s%sknown: %s)", name, near ? "did you mean " : "", near ? near : "",
+                   near ? "? " : "", known);
         else
             cs_err("unknown policy '%s': no policies found in the search path (%s; "
                    "set COSCHED_DATADIR or give --policy-path)", name, search_list(search, nsearch));
         for (i = 0; i < nsearch; i++)
             cs_debug("policy search path %d: %s", i + 1, search[i] ? search[i] : "(null)");
         free(known);
+        free(names);
         free_found(v, n);
         return NULL;
     }

@@ -1520,6 +1520,7 @@ int cs_cmd_profiles(int argc, char **argv)
                                  prof_opts[i].id };
     opterr = 0;
     optind = 1;
+    char hint[96];
     while ((c = getopt_long(argc, argv, "+:h", lo, NULL)) != -1) {
         switch (c) {
         case P_PATH:
@@ -1549,7 +1550,7 @@ int cs_cmd_profiles(int argc, char **argv)
             cs_err("option %s needs an argument", argv[optind - 1]);
             goto out;
         default:
-            cs_err("unknown option '%s' (see cosched profiles --help)", argv[optind - 1]);
+            cs_err("unknown option '%s' (%ssee cosched profiles --help)", argv[optind - 1], cs_option_hint(argv[optind - 1], lo, hint, sizeof hint));
             goto out;
         }
     }

@@ -192,6 +192,43 @@ static char *resolve_command(const struct cs_job *j, const char **why)
     return NULL;
 }
 
+/* A hint for a command that was not found: "; ..." or "".  The two
+ * mistakes seen most: a job line without " -- " (its option became the
+ * command), and a plain name that lives beside the job file, or here, but
+ * not on PATH. */
+static void command_hint(const struct cs_job *j, char *out, size_t len)
+{
+    static const char *keys[] = { "name=", "threads=", "class=", "priority=", "cwd=" };
+    const char *cmd = j->argv[0];
+    char dir[PATH_MAX], cand[PATH_MAX + 300];
+
+    out[0] = '\0';
+    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++)
+        if (strncmp(cmd, keys[k], strlen(keys[k])) == 0) {
+            snprintf(out, len, " (a job line's options end with ' -- ' before the command: %.*s ... -- COMMAND)",
+                     (int)strcspn(cmd, " "), cmd);
+            return;
+        }
+    if (strchr(cmd, '/'))
+        return;
+    /* the job file's directory ("FILE:LINE" origins), then the current one */
+    const char *colon = strrchr(j->origin, ':');
+    if (colon && strncmp(j->origin, "command line", 12) != 0 && (size_t)(colon - j->origin) < sizeof dir) {
+        snprintf(dir, sizeof dir, "%.*s", (int)(colon - j->origin), j->origin);
+        char *slash = strrchr(dir, '/');
+        if (slash)
+            *slash = '\0';
+        else
+            snprintf(dir, sizeof dir, ".");
+    } else {
+        snprintf(dir, sizeof dir, ".");
+    }
+    if (snprintf(cand, sizeof cand, "%s/%s", dir, cmd) < (int)sizeof cand && access(cand, X_OK) == 0 &&
+        snprintf(out, len, " (there is %.1024s: a plain name is looked up in PATH only; write %.1024s, or run "
+                 "with PATH=%.1024s:$PATH)", cand, strcmp(dir, ".") == 0 ? cand : "its path", dir) >= (int)len)
+        out[0] = '\0';
+}
+
 static const char *base_name(const char *p)
 {
     const char *s = strrchr(p, '/');
@@ -368,6 +405,7 @@ static int run_or_classify(int argc, char **argv, struct classify *cl)
 
     opterr = 0;
     optind = 1;
+    char hint[96];
     while ((c = getopt_long(argc, argv, "+:vqh", lo, NULL)) != -1) {
         switch (c) {
         case O_POLICY:
@@ -486,7 +524,7 @@ static int run_or_classify(int argc, char **argv, struct classify *cl)
         case ':':
             BAD("option %s needs an argument", argv[optind - 1]);
         default:
-            BAD("unknown option '%s' (see cosched %s --help)", argv[optind - 1], cmd);
+            BAD("unknown option '%s' (%ssee cosched %s --help)", argv[optind - 1], cs_option_hint(argv[optind - 1], lo, hint, sizeof hint), cmd);
         }
     }
     e.progress = cl ? 0 : progress;
@@ -516,9 +554,12 @@ static int run_or_classify(int argc, char **argv, struct classify *cl)
     for (int i = 0; i < e.njobs; i++) {
         const char *why = NULL;
         char *p = resolve_command(e.jobs[i], &why);
-        if (p == NULL)
-            BAD("job %d (%s, %s): command '%s' %s", e.jobs[i]->id, e.jobs[i]->name, e.jobs[i]->origin,
-                e.jobs[i]->argv[0], why);
+        if (p == NULL) {
+            char hint[3 * PATH_MAX];
+            command_hint(e.jobs[i], hint, sizeof hint);
+            BAD("job %d (%s, %s): command '%s' %s%s", e.jobs[i]->id, e.jobs[i]->name, e.jobs[i]->origin,
+                e.jobs[i]->argv[0], why, hint);
+        }
         exes[i] = p;
         if (e.jobs[i]->cwd && access(e.jobs[i]->cwd, X_OK) < 0)
             BAD("job %d (%s, %s): cwd=%s: %s", e.jobs[i]->id, e.jobs[i]->name, e.jobs[i]->origin,
@@ -832,6 +873,7 @@ int cs_cmd_topology(int argc, char **argv)
 
     opterr = 0;
     optind = 1;
+    char hint[96];
     while ((c = getopt_long(argc, argv, "+:h", lo, NULL)) != -1) {
         switch (c) {
         case O_JSON:
@@ -851,7 +893,7 @@ int cs_cmd_topology(int argc, char **argv)
         case ':':
             BAD("option %s needs an argument", argv[optind - 1]);
         default:
-            BAD("unknown option '%s' (see cosched topology --help)", argv[optind - 1]);
+            BAD("unknown option '%s' (%ssee cosched topology --help)", argv[optind - 1], cs_option_hint(argv[optind - 1], lo, hint, sizeof hint));
         }
     }
     if (optind < argc)
@@ -876,6 +918,7 @@ int cs_cmd_policies(int argc, char **argv)
 
     opterr = 0;
     optind = 1;
+    char hint[96];
     while ((c = getopt_long(argc, argv, "+:h", lo, NULL)) != -1) {
         switch (c) {
         case O_POLICY_PATH:
@@ -890,7 +933,7 @@ int cs_cmd_policies(int argc, char **argv)
         case ':':
             BAD("option %s needs an argument", argv[optind - 1]);
         default:
-            BAD("unknown option '%s' (see cosched policies --help)", argv[optind - 1]);
+            BAD("unknown option '%s' (%ssee cosched policies --help)", argv[optind - 1], cs_option_hint(argv[optind - 1], lo, hint, sizeof hint));
         }
     }
     search = cs_policy_search_path(ppath, nppath, &nsearch);

@@ -911,6 +911,7 @@ int cs_cmd_serve(int argc, char **argv)
     e.kill_timeout = 10;
     opterr = 0;
     optind = 1;
+    char hint[96];
     while ((c = getopt_long(argc, argv, "+:h", serve_lo, NULL)) != -1) {
         switch (c) {
         case S_SOCKET: s.socket = optarg; break;
@@ -955,7 +956,7 @@ int cs_cmd_serve(int argc, char **argv)
             status = 0;
             goto out;
         case ':': BAD("option %s needs an argument", argv[optind - 1]);
-        default: BAD("unknown option '%s' (see cosched serve --help)", argv[optind - 1]);
+        default: BAD("unknown option '%s' (%ssee cosched serve --help)", argv[optind - 1], cs_option_hint(argv[optind - 1], serve_lo, hint, sizeof hint));
         }
     }
     if (optind < argc)
@@ -1156,6 +1157,7 @@ int cs_cmd_status(int argc, char **argv)
 
     opterr = 0;
     optind = 1;
+    char hint[96];
     while ((c = getopt_long(argc, argv, "+:h", lo, NULL)) != -1) {
         switch (c) {
         case S_JSON: json = 1; break;
@@ -1168,7 +1170,7 @@ int cs_cmd_status(int argc, char **argv)
                    "  --socket PATH  the engine's socket (default " CS_PROTO_SOCKET ")\n");
             return 0;
         case ':': cs_err("option %s needs an argument", argv[optind - 1]); return 2;
-        default: cs_err("unknown option '%s' (see cosched status --help)", argv[optind - 1]); return 2;
+        default: cs_err("unknown option '%s' (%ssee cosched status --help)", argv[optind - 1], cs_option_hint(argv[optind - 1], lo, hint, sizeof hint)); return 2;
         }
     }
     if (optind < argc) {

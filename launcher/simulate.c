@@ -31,6 +31,7 @@
  * bound saw the run).
  */
 #include "config.h"
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -110,6 +111,47 @@ static char *model_path(const char *spec, const char *ext)
         return p;
     free(p);
     return NULL;
+}
+
+/* The message for a model NAME that was not found: the folders that exist,
+ * the NAMEs they hold, and the closest one. */
+static void model_missing(const char *opt, const char *spec, const char *ext)
+{
+    const char *d = cs_datadir();
+    char *dirs[2] = { cs_strdup_printf("%s/sim", d), cs_strdup_printf("%s/share/sim", d) };
+    char known[1024] = "", where[2 * PATH_MAX] = "";
+    const char *names[64];
+    char *owned[64];
+    size_t n = 0;
+
+    for (int k = 0; k < 2; k++) {
+        DIR *dir = dirs[k] ? opendir(dirs[k]) : NULL;
+        struct dirent *de;
+        if (!dir)
+            continue;
+        snprintf(where + strlen(where), sizeof where - strlen(where), "%s%s", where[0] ? " and " : "", dirs[k]);
+        while ((de = readdir(dir)) != NULL && n < 64) {
+            size_t l = strlen(de->d_name), e = strlen(ext);
+            if (l > e + 1 && de->d_name[l - e - 1] == '.' && strcmp(de->d_name + l - e, ext) == 0) {
+                owned[n] = cs_strdup_printf("%.*s", (int)(l - e - 1), de->d_name);
+                names[n] = owned[n];
+                snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", n ? ", " : "", owned[n]);
+                n++;
+            }
+        }
+        closedir(dir);
+    }
+    const char *near = cs_closest(spec, names, n);
+    if (n)
+        cs_err("%s %s: no such file, and no %s.%s in %s (%s%s%sknown: %s)", opt, spec, spec, ext, where,
+               near ? "did you mean " : "", near ? near : "", near ? "? " : "", known);
+    else
+        cs_err("%s %s: no such file, and no model folder (%s/sim or %s/share/sim; set COSCHED_DATADIR)", opt, spec,
+               d, d);
+    for (size_t i = 0; i < n; i++)
+        free(owned[i]);
+    free(dirs[0]);
+    free(dirs[1]);
 }
 
 struct wjob { const struct cs_sim_app *app; int threads, explicit_threads, home; };
@@ -730,6 +772,7 @@ int cs_cmd_simulate(int argc, char **argv)
     lo[NOPTS] = (struct option){ 0 };
     opterr = 0;
     optind = 1;
+    char hint[96];
     while ((c = getopt_long(argc, argv, "+:vqh", lo, NULL)) != -1) {
         switch (c) {
         case O_NODE: nodespec = optarg; break;
@@ -783,7 +826,7 @@ int cs_cmd_simulate(int argc, char **argv)
         case ':':
             BAD("option %s needs an argument", argv[optind - 1]);
         default:
-            BAD("unknown option '%s' (see cosched simulate --help)", argv[optind - 1]);
+            BAD("unknown option '%s' (%ssee cosched simulate --help)", argv[optind - 1], cs_option_hint(argv[optind - 1], lo, hint, sizeof hint));
         }
     }
     (void)quiet;
@@ -804,12 +847,14 @@ int cs_cmd_simulate(int argc, char **argv)
     else
         BAD("--model '%s': expected analytic or empirical", model);
 
-    if (!(nodefile = model_path(nodespec, "node")))
-        BAD("--node %s: no such file, and no %s.node in %s/sim or %s/share/sim", nodespec, nodespec, cs_datadir(),
-            cs_datadir());
-    if (!(appsfile = model_path(appspec, "apps")))
-        BAD("--apps %s: no such file, and no %s.apps in %s/sim or %s/share/sim", appspec, appspec, cs_datadir(),
-            cs_datadir());
+    if (!(nodefile = model_path(nodespec, "node"))) {
+        model_missing("--node", nodespec, "node");
+        goto out;
+    }
+    if (!(appsfile = model_path(appspec, "apps"))) {
+        model_missing("--apps", appspec, "apps");
+        goto out;
+    }
     if (!(node = cs_sim_node_load(nodefile)) || !(apps = cs_sim_apps_load(appsfile)))
         goto out;
     su.node = node;

@@ -7,6 +7,7 @@
 #include <limits.h>
 #include <sys/stat.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -226,4 +227,67 @@ FILE *cs_fopen_write(const char *path)
     if ((f = fdopen(fd, "w")) == NULL)
         close(fd);
     return f;
+}
+
+/* ------------------------------------------------------------ did you mean */
+
+/* Edit distance with adjacent transpositions (optimal string alignment),
+ * for words up to 63 characters; larger than any threshold otherwise. */
+static int edit_distance(const char *a, const char *b)
+{
+    size_t n = strlen(a), m = strlen(b);
+    int d[64][64];
+
+    if (n > 63 || m > 63)
+        return 99;
+    for (size_t i = 0; i <= n; i++)
+        d[i][0] = (int)i;
+    for (size_t k = 0; k <= m; k++)
+        d[0][k] = (int)k;
+    for (size_t i = 1; i <= n; i++)
+        for (size_t k = 1; k <= m; k++) {
+            int c = a[i - 1] != b[k - 1], v = d[i - 1][k - 1] + c;
+            if (d[i - 1][k] + 1 < v)
+                v = d[i - 1][k] + 1;
+            if (d[i][k - 1] + 1 < v)
+                v = d[i][k - 1] + 1;
+            if (i > 1 && k > 1 && a[i - 1] == b[k - 2] && a[i - 2] == b[k - 1] && d[i - 2][k - 2] + 1 < v)
+                v = d[i - 2][k - 2] + 1;
+            d[i][k] = v;
+        }
+    return d[n][m];
+}
+
+const char *cs_closest(const char *word, const char *const *cands, size_t n)
+{
+    size_t len = strlen(word);
+    int limit = len <= 4 ? 1 : 2, best = limit + 1;
+    const char *pick = NULL;
+
+    for (size_t i = 0; i < n; i++) {
+        int d = cands[i] ? edit_distance(word, cands[i]) : 99;
+        if (d < best) {
+            best = d;
+            pick = cands[i];
+        }
+    }
+    return pick;
+}
+
+const char *cs_option_hint(const char *arg, const struct option *opts, char *buf, size_t len)
+{
+    const char *names[128];
+    size_t n = 0;
+    const char *pick;
+
+    buf[0] = '\0';
+    if (strncmp(arg, "--", 2) != 0)
+        return buf;
+    for (; opts->name && n < 128; opts++)
+        names[n++] = opts->name;
+    char word[64];
+    snprintf(word, sizeof word, "%.*s", (int)strcspn(arg + 2, "="), arg + 2);
+    if ((pick = cs_closest(word, names, n)) != NULL)
+        snprintf(buf, len, "did you mean --%s? ", pick);
+    return buf;
 }

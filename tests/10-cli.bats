@@ -51,6 +51,40 @@ refuse() {
     assert_contains "$output" "linux"
 }
 
+@test "hints for common mistakes: did you mean, options before the command, help CMD, a forgotten --, PATH" {
+    # a typo or two away: the closest name
+    refuse "unknown option '--polcy' (did you mean --policy? see cosched run --help)" run --polcy tft -- touch started
+    refuse "unknown policy 'flac' (did you mean flca? known:" run --policy flac -- touch started
+    refuse "unknown command 'rnu' (did you mean run? known:" rnu -- touch started
+    refuse "unknown option '--jsno' (did you mean --json? see cosched status --help)" status --jsno
+    # nothing close: no guess
+    refuse "unknown option '--frobnicate' (see cosched run --help)" run --frobnicate -- touch started
+    refuse "unknown policy 'zzzz' (known:" run --policy zzzz -- touch started
+    if [[ $output == *"did you mean"* ]]; then false; fi
+    # a command's option before the command
+    refuse "'--verbose' is an option of a command: put it after the command (cosched run --verbose ...)" \
+        --verbose run -- touch started
+    # help CMD is CMD --help
+    run "$COSCHED" help run
+    [ "$status" -eq 0 ]
+    assert_contains "$output" "--quantum DURATION"
+    refuse "help: unknown command 'simulat' (did you mean simulate?" help simulat
+    # a job line without " -- ": its first option looks like the command
+    printf 'threads=2 touch started\n' > nodash.jobs
+    refuse "command 'threads=2' was not found in PATH (a job line's options end with ' -- ' before the command: threads=2 ... -- COMMAND)" \
+        run --jobs nodash.jobs
+    # a plain name that is beside the job file but not on PATH
+    mkdir bin
+    printf '#!/bin/sh\ntouch started\n' > bin/mytool
+    chmod +x bin/mytool
+    printf -- '-- mytool\n' > bin/tool.jobs
+    refuse "command 'mytool' was not found in PATH (there is bin/mytool: a plain name is looked up in PATH only; write its path, or run with PATH=bin:\$PATH)" \
+        run --jobs bin/tool.jobs
+    # simulate: the model names that exist
+    refuse "--node paper01: no such file, and no paper01.node in" simulate --node paper01 --apps table2 --mix 3mm,jacobi
+    assert_contains "$output" "(did you mean paper001? known:"
+}
+
 @test "--quantum 0, out of range, malformed" {
     refuse "--quantum '0': expected a duration from 10ms to 60s" run --quantum 0 -- touch started
     refuse "--quantum '2m'" run --quantum 2m -- touch started
