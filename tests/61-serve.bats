@@ -927,6 +927,41 @@ EOF
     no_cosched_process
 }
 
+@test "the systemd unit: systemd verifies it; its ExecStart, with the sample site defaults, starts an engine that serves" {
+    command -v systemd-analyze > /dev/null || skip "no systemd-analyze here"
+    # what make installs: every placeholder filled in
+    local built=$COSCHED_BUILDDIR/share/cosched-engine.service
+    [ -s "$built" ] || { echo "make did not build $built"; false; }
+    if grep -n '@[a-z]*@' "$built"; then echo "placeholders left in $built"; false; fi
+    grep -q '^ExecStart=/[^ ]*/cosched serve ' "$built" || { grep ExecStart "$built"; false; }
+    # the same .in with this build's paths, verified and run
+    mkdir -p etc/default
+    sed -e "s|@bindir@|$COSCHED_BUILDDIR|g" -e "s|@sysconfdir@|$PWD/etc|g" -e "s|@pkgdatadir@|$COSCHED_SRCDIR/share|g" \
+        "$COSCHED_SRCDIR/share/cosched-engine.service.in" > cosched-engine.service
+    run systemd-analyze verify --man=no "$PWD/cosched-engine.service"
+    [ "$status" -eq 0 ] || { echo "systemd-analyze verify: $output"; false; }
+    grep -q "^EnvironmentFile=-$PWD/etc/default/cosched-engine$" cosched-engine.service
+    # a site's defaults: the sample with its lines uncommented and a policy changed
+    sed -e 's/^#\(COSCHED_[A-Z_]*=\)/\1/' -e 's/^COSCHED_POLICY=.*/COSCHED_POLICY=gang/' \
+        "$COSCHED_SRCDIR/share/cosched-engine.default" > etc/default/cosched-engine
+    grep -q '^COSCHED_OPTS=--kill-grace' etc/default/cosched-engine
+    # systemd's expansion: Environment= first, the EnvironmentFile over it,
+    # ${V} as one word, $V split on blanks; our socket instead of /run's
+    local line cmd
+    line=$(sed -n 's/^ExecStart=//p' cosched-engine.service)
+    cmd=$(env -i bash -c '
+        eval "$(sed -n "s/^Environment=//p" "$1" | tr " " "\n")"
+        while IFS= read -r kv; do [[ $kv =~ ^[A-Z_]+= ]] && export "$kv"; done < "$2"
+        eval "echo $3"' _ cosched-engine.service etc/default/cosched-engine "$line")
+    cmd=${cmd//\/run\/cosched\/engine.sock/$SOCK}
+    [ "$cmd" = "$COSCHED_BUILDDIR/cosched serve --socket $SOCK --policy gang --quantum 1s --kill-grace 60s" ] ||
+        { echo "ExecStart expands to: $cmd"; false; }
+    $cmd --counters none 2> engine.log 3>&- &
+    ENGINE=$!
+    wait_for 10 "cs_send 'COSCHED/1 ping' | grep -q '^OK '" || { cat engine.log; false; }
+    assert_equal "$(cs_send 'COSCHED/1 ping')" "OK version=1 pid=$ENGINE policy=gang"
+}
+
 @test "cosched serve as a non-root user is refused with the reason, exit 2, nothing created" {
     run runuser -u nobody -- "$COSCHED" serve --socket "$SOCK" --policy gang
     [ "$status" -eq 2 ]
