@@ -21,43 +21,6 @@ teardown() {
     lua_tap_all_ok tests/lua/test_policies.lua
 }
 
-# check_trace FILE FOLDED NJOBS: no fallback; in every step, running jobs'
-# cpus are disjoint - except, for unfolded policies, the two jobs of a pair,
-# which share the same cpu list (shared = true); every job ran at least once.
-check_trace() {
-    python3 - "$1" "$2" "$3" <<'PY'
-import json, sys
-path, folded, njobs = sys.argv[1], sys.argv[2] == "1", int(sys.argv[3])
-def cpulist(s):
-    out = set()
-    for p in filter(None, s.split(",")):
-        a, _, b = p.partition("-")
-        out.update(range(int(a), int(b or a) + 1))
-    return out
-ran, steps = set(), 0
-for line in open(path):
-    o = json.loads(line)
-    if o.get("type") != "step":
-        continue
-    steps += 1
-    assert not o["fallback"], "step %d: fallback plan" % o["seq"]
-    run = [j for j in o["jobs"] if j["state"] == "run"]
-    for j in run:
-        ran.add(j["id"])
-    for i, a in enumerate(run):
-        for b in run[i + 1:]:
-            ca, cb = cpulist(a["cpus"]), cpulist(b["cpus"])
-            if ca & cb:
-                assert not folded and ca == cb, "step %d: jobs %d and %d overlap: %s / %s" % (
-                    o["seq"], a["id"], b["id"], a["cpus"], b["cpus"])
-                # a shared pair: no third job on those cpus
-                assert sum(1 for c in run if cpulist(c["cpus"]) & ca) == 2, "step %d: more than a pair on %s" % (o["seq"], a["cpus"])
-assert steps > 0, "no steps"
-assert len(ran) == njobs, "jobs that ran: %s, want %d" % (sorted(ran), njobs)
-print("%d steps, %d jobs ran" % (steps, len(ran)))
-PY
-}
-
 write_jobs() {
     cat > j.jobs <<JOBS
 name=a class=S -- $PROGS/spin -c 0.3
@@ -74,7 +37,8 @@ run_policy() {   # run_policy NAME FOLDED [OPTS...]
     run "$COSCHED" run --policy "$name" --quantum 100ms --counters none --trace t.jsonl "$@" --jobs j.jobs
     echo "$output"
     [ "$status" -eq 0 ]
-    check_trace t.jsonl "$folded" 4
+    # folded policies never share cpus; the others pair two jobs on one list
+    python3 "$COSCHED_SRCDIR/tests/helpers/trace_check.py" t.jsonl apart 4 "$([ "$folded" = 1 ] || echo pairs)"
     no_cosched_leftovers
 }
 

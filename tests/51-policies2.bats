@@ -23,46 +23,6 @@ teardown() {
     lua_tap_all_ok tests/lua/test_policies2.lua
 }
 
-# check_trace FILE NJOBS [APART]: no fallback; in every step the running jobs'
-# cpus are disjoint; every job ran at least once.  APART, when given, is
-# "cpus" (jobs 1 and 2 never on the same LLC; for the synthetic shape
-# l3:2 core:1, where cpu 0 is one LLC and cpu 1 the other) or "time" (jobs 1
-# and 2 never in the same step).
-check_trace() {
-    python3 - "$1" "$2" "${3:-}" <<'PY'
-import json, sys
-path, njobs, apart = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-def cpulist(s):
-    out = set()
-    for p in filter(None, s.split(",")):
-        a, _, b = p.partition("-")
-        out.update(range(int(a), int(b or a) + 1))
-    return out
-ran, steps = set(), 0
-for line in open(path):
-    o = json.loads(line)
-    if o.get("type") != "step":
-        continue
-    steps += 1
-    assert not o["fallback"], "step %d: fallback plan" % o["seq"]
-    run = [j for j in o["jobs"] if j["state"] == "run"]
-    ids = {j["id"]: cpulist(j["cpus"]) for j in run}
-    ran.update(ids)
-    for i, a in enumerate(run):
-        for b in run[i + 1:]:
-            assert not (cpulist(a["cpus"]) & cpulist(b["cpus"])), "step %d: jobs %d and %d overlap: %s / %s" % (
-                o["seq"], a["id"], b["id"], a["cpus"], b["cpus"])
-    if apart == "time":
-        assert not (1 in ids and 2 in ids), "step %d: group-1 job 1 and group-2 job 2 run together" % o["seq"]
-    elif apart == "cpus" and 1 in ids and 2 in ids:
-        assert not (ids[1] & {0} and ids[2] & {0}) and not (ids[1] & {1} and ids[2] & {1}), \
-            "step %d: jobs 1 and 2 share an LLC: %s / %s" % (o["seq"], ids[1], ids[2])
-assert steps > 0, "no steps"
-assert len(ran) == njobs, "jobs that ran: %s, want %d" % (sorted(ran), njobs)
-print("%d steps, %d jobs ran" % (steps, len(ran)))
-PY
-}
-
 # job 1 is class S (pmugroup group 1) and cache-fair (priority 1), job 2
 # class C (group 2), job 3 class N, job 4 no hint
 write_jobs() {
@@ -81,7 +41,9 @@ run_policy() {   # run_policy NAME APART [OPTS...]
     run "$COSCHED" run --policy "$name" --quantum 100ms --counters none -v --trace t.jsonl "$@" --jobs j.jobs
     echo "$output"
     [ "$status" -eq 0 ]
-    check_trace t.jsonl 4 "$apart"
+    # APART: "" (disjoint cpus), "time" (jobs 1 and 2 never in one step), "cpus"
+    # (never on one LLC of the shape l3:2 core:1)
+    python3 "$COSCHED_SRCDIR/tests/helpers/trace_check.py" t.jsonl apart 4 "${apart/cpus/llc}"
     no_cosched_leftovers
 }
 

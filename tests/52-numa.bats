@@ -21,39 +21,6 @@ teardown() {
     lua_tap_all_ok tests/lua/test_numa.lua
 }
 
-# check_trace FILE NJOBS: no fallback; in every step the running jobs' cpus
-# are disjoint (space sharing); every job ran at least once.
-check_trace() {
-    python3 - "$1" "$2" <<'PY'
-import json, sys
-path, njobs = sys.argv[1], int(sys.argv[2])
-def cpulist(s):
-    out = set()
-    for p in filter(None, s.split(",")):
-        a, _, b = p.partition("-")
-        out.update(range(int(a), int(b or a) + 1))
-    return out
-ran, steps = set(), 0
-for line in open(path):
-    o = json.loads(line)
-    if o.get("type") != "step":
-        continue
-    steps += 1
-    assert not o["fallback"], "step %d: fallback plan" % o["seq"]
-    run = [j for j in o["jobs"] if j["state"] == "run"]
-    for j in run:
-        ran.add(j["id"])
-    for i, a in enumerate(run):
-        for b in run[i + 1:]:
-            ca, cb = cpulist(a["cpus"]), cpulist(b["cpus"])
-            assert not (ca & cb), "step %d: jobs %d and %d overlap: %s / %s" % (
-                o["seq"], a["id"], b["id"], a["cpus"], b["cpus"])
-assert steps > 0, "no steps"
-assert len(ran) == njobs, "jobs that ran: %s, want %d" % (sorted(ran), njobs)
-print("%d steps, %d jobs ran" % (steps, len(ran)))
-PY
-}
-
 write_jobs() {   # write_jobs N: N spin jobs, the last one without threads= (all cores)
     local i n=$1
     : > j.jobs
@@ -70,7 +37,7 @@ run_policy() {   # run_policy NAME NJOBS [OPTS...]
     run "$COSCHED" run --policy "$name" --quantum 100ms --counters none -v --trace t.jsonl "$@" --jobs j.jobs
     echo "$output"
     [ "$status" -eq 0 ]
-    check_trace t.jsonl "$n"
+    python3 "$COSCHED_SRCDIR/tests/helpers/trace_check.py" t.jsonl apart "$n"
     no_cosched_leftovers
 }
 

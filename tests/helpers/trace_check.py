@@ -10,6 +10,12 @@
     trace_check.py TRACE fair MAXDIFF        quanta run per job differ by at most MAXDIFF, counted
                                              over the steps in which every job was live
     trace_check.py TRACE steps               print the number of steps
+    trace_check.py TRACE apart NJOBS [HOW]   space sharing: no fallback plan, the running jobs' cpus
+                                             are disjoint in every step, and NJOBS distinct jobs ran.
+                                             HOW: "pairs" (also allowed: exactly two jobs sharing one
+                                             identical cpu list), "time" (jobs 1 and 2 never in one
+                                             step), "llc" (jobs 1 and 2 never both on cpu 0 or both
+                                             on cpu 1: the synthetic shape l3:2 core:1)
 
 CPUS is a list like 0-1.  Exit 1 with a message naming the step on failure.
 Steps cut short by a job's end (end-start < 0.9 planned) are skipped by
@@ -123,7 +129,38 @@ def main():
             fail("quanta run per job differ by more than %d: %s" % (maxdiff, runs))
         print(runs)
         return
+    if what == "apart":
+        apart(steps, int(arg), sys.argv[4] if len(sys.argv) > 4 else "")
+        return
     fail("unknown check " + what)
+
+
+def apart(steps, njobs, how):
+    if how not in ("", "pairs", "time", "llc"):
+        fail("apart: HOW is pairs, time or llc, not '%s'" % how)
+    ran = set()
+    for s in steps:
+        if s["fallback"]:
+            fail("step %d: fallback plan" % s["seq"])
+        run = [j for j in s["jobs"] if j["state"] == "run"]
+        ids = {j["id"]: cpulist(j["cpus"]) for j in run}
+        ran.update(ids)
+        for i, a in enumerate(run):
+            for b in run[i + 1:]:
+                ca, cb = cpulist(a["cpus"]), cpulist(b["cpus"])
+                if not ca & cb:
+                    continue
+                if how != "pairs" or ca != cb:
+                    fail("step %d: jobs %d and %d overlap: %s / %s" % (s["seq"], a["id"], b["id"], a["cpus"], b["cpus"]))
+                if sum(1 for c in run if cpulist(c["cpus"]) & ca) != 2:
+                    fail("step %d: more than a pair on %s" % (s["seq"], a["cpus"]))
+        if how == "time" and 1 in ids and 2 in ids:
+            fail("step %d: group-1 job 1 and group-2 job 2 run together" % s["seq"])
+        if how == "llc" and 1 in ids and 2 in ids and ids[1] & ids[2] & {0, 1}:
+            fail("step %d: jobs 1 and 2 share an LLC: %s / %s" % (s["seq"], sorted(ids[1]), sorted(ids[2])))
+    if len(ran) != njobs:
+        fail("jobs that ran: %s, want %d" % (sorted(ran), njobs))
+    print("%d steps, %d jobs ran" % (len(steps), len(ran)))
 
 
 if __name__ == "__main__":
