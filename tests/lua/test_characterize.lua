@@ -14,7 +14,7 @@
 -- them: a `last` with zero counts.
 
 local srcdir = arg[1] or "."
-package.path = srcdir .. "/lua/?.lua;" .. package.path
+package.path = srcdir .. "/lua/?.lua;" .. srcdir .. "/tests/lua/?.lua;" .. package.path
 local ch = require "cosched.characterize"
 
 local HUGE = math.huge
@@ -109,27 +109,7 @@ local function app(name, over)
 end
 
 -- ------------------------------------------------------------------ read-only proxies (as the engine's)
-local function ro(t, cache)
-    if type(t) ~= "table" then return t end
-    cache = cache or {}
-    if cache[t] then return cache[t] end
-    local proxy = {}
-    cache[t] = proxy
-    setmetatable(proxy, {
-        __index = function(_, k) return ro(t[k], cache) end,
-        __newindex = function(_, k)
-            error("attempt to modify field '" .. tostring(k) .. "' of a read-only table", 2)
-        end,
-        __len = function() return #t end,
-        __pairs = function()
-            return function(_, k)
-                local nk, nv = next(t, k)
-                if nk ~= nil then return nk, ro(nv, cache) end
-            end, proxy, nil
-        end,
-    })
-    return proxy
-end
+local ro = require("fakenode").ro
 
 local function copy(v)
     if type(v) ~= "table" then return v end
