@@ -66,6 +66,15 @@ char *cs_strdup_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)
  * installed location, else - for a cosched run from its build tree - the
  * source tree. */
 const char *cs_datadir(void);
+/* libcosched-omp.so (issue 14): $COSCHED_OMP_SHIM if set (empty: none),
+ * else the installed one, else - for a cosched run from its build tree - the
+ * one built there; NULL if none of them exists. */
+const char *cs_omp_shim_path(void);
+/* 1 when LD_PRELOAD can take effect in the program at path: a dynamically
+ * linked ELF executable of cosched's own class and machine that is neither
+ * setuid nor setgid, or a script (#!: its interpreter is judged when it runs,
+ * by the dynamic linker); 0 otherwise (static, another ABI, unreadable). */
+int cs_exe_preloadable(const char *path);
 /* 0 when path (resolved) and every directory above it belong to root and
  * nobody else may write them (a root-owned sticky directory is fine); -1
  * with why.  The node engine loads only such files (policies, modules). */
@@ -132,6 +141,7 @@ struct cs_job {
     char *cwd;                 /* NULL: inherit */
     int threads;               /* thread count given to the job (OMP_NUM_THREADS) */
     int threads_explicit;      /* set by the user for this job */
+    int preloadable;           /* its executable honours LD_PRELOAD (cs_exe_preloadable) */
     char cls_hint;             /* 'S', 'C', 'N' or 0 */
     int priority;              /* 0 normal; higher is more important */
     const char *origin;        /* "job file x:3" or "command line job 2" */
@@ -441,6 +451,7 @@ struct cs_engine {
     const struct cs_control_ops *ctl;
     struct cs_policy *policy;
     int omp_env;                       /* set OMP_* for jobs */
+    const char *omp_shim;              /* libcosched-omp.so to preload into jobs, NULL: none (--omp-shim off) */
     enum cs_output_mode output;
     char *output_dir;
     FILE *trace;

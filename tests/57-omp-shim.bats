@@ -201,3 +201,62 @@ requires_f()    { requires multicore; [ -x "$F_PROG" ] || skip "needs $F_PROG: g
     echo "spin: status $status: $output"
     [ "$status" -eq 0 ]
 }
+
+# ------------------------------------------------------------------ cosched run injects the shim
+
+# job_env [ENV...] -- COSCHED-ARGS...: the lines a job printed, without cosched's [name] prefix
+job_env() {
+    local envs=()
+    while [ "$1" != -- ]; do envs+=("$1"); shift; done
+    shift
+    run --separate-stderr env "${envs[@]}" "$COSCHED" run --policy linux "$@"
+    echo "cosched run $* -> status $status"
+    echo "$output"
+    echo "stderr: $stderr"
+    [ "$status" -eq 0 ]
+    output=$(sed 's/^\[[^]]*\] //' <<<"$output")
+}
+
+@test "cosched run: a dynamically linked job gets the shim first in LD_PRELOAD and the wait policy the user set" {
+    requires cosched
+    job_env -u LD_PRELOAD -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT -u KMP_BLOCKTIME -- \
+        -- "$PROGS/showenv" LD_PRELOAD OMP_WAIT_POLICY GOMP_SPINCOUNT KMP_BLOCKTIME
+    assert_equal "$output" "LD_PRELOAD=$SHIM"$'\n'"OMP_WAIT_POLICY unset"$'\n'"GOMP_SPINCOUNT unset"$'\n'"KMP_BLOCKTIME unset" "job environment"
+    # the user's own preloads stay, after the shim; the user's wait policy stays
+    job_env LD_PRELOAD=libm.so.6 OMP_WAIT_POLICY=active -- -- "$PROGS/showenv" LD_PRELOAD OMP_WAIT_POLICY
+    assert_equal "$output" "LD_PRELOAD=$SHIM:libm.so.6"$'\n'"OMP_WAIT_POLICY=active" "job environment"
+    # a script: its interpreter is dynamic, the shim goes in
+    printf '#!/bin/sh\necho "p=$LD_PRELOAD w=${OMP_WAIT_POLICY-unset}"\n' > job.sh
+    chmod +x job.sh
+    job_env -u LD_PRELOAD -u OMP_WAIT_POLICY -- -- ./job.sh
+    assert_equal "$output" "p=$SHIM w=unset" "script job"
+}
+
+@test "cosched run: passive waiting stays where the shim cannot apply (static binary, opt-outs, bound threads, --omp-shim off)" {
+    requires cosched
+    [ -x "$PROGS/showenv_static" ] || skip "needs $PROGS/showenv_static (make check builds it; needs libc.a)"
+    passive="LD_PRELOAD unset"$'\n'"OMP_WAIT_POLICY=passive"$'\n'"GOMP_SPINCOUNT=0"$'\n'"KMP_BLOCKTIME=0"
+    unsets=(-u LD_PRELOAD -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT -u KMP_BLOCKTIME -u COSCHED_OMP -u OMP_DYNAMIC -u OMP_PROC_BIND -u OMP_PLACES -u KMP_AFFINITY)
+    show=(LD_PRELOAD OMP_WAIT_POLICY GOMP_SPINCOUNT KMP_BLOCKTIME)
+    job_env "${unsets[@]}" -- -- "$PROGS/showenv_static" "${show[@]}"
+    assert_equal "$output" "$passive" "static job"
+    job_env "${unsets[@]}" -- --omp-shim off -- "$PROGS/showenv" "${show[@]}"
+    assert_equal "$output" "$passive" "--omp-shim off"
+    for e in COSCHED_OMP=off OMP_DYNAMIC=false OMP_PROC_BIND=true OMP_PLACES=cores; do
+        job_env "${unsets[@]}" "$e" -- -- "$PROGS/showenv" "${show[@]}"
+        assert_equal "$output" "$passive" "job with $e"
+    done
+    # OMP_PROC_BIND=false binds nothing: the shim applies
+    job_env "${unsets[@]}" OMP_PROC_BIND=false -- -- "$PROGS/showenv" LD_PRELOAD OMP_WAIT_POLICY
+    assert_equal "$output" "LD_PRELOAD=$SHIM"$'\n'"OMP_WAIT_POLICY unset" "job with OMP_PROC_BIND=false"
+    # --omp-env off: the environment is the user's, nothing preloaded
+    job_env "${unsets[@]}" -- --omp-env off -- "$PROGS/showenv" "${show[@]}"
+    assert_equal "$output" "LD_PRELOAD unset"$'\n'"OMP_WAIT_POLICY unset"$'\n'"GOMP_SPINCOUNT unset"$'\n'"KMP_BLOCKTIME unset" "--omp-env off"
+}
+
+@test "cosched run: an OpenMP job's teams follow its CPUs 2 -> 1 -> 2, results right" {
+    requires cosched
+    requires_c
+    job_env -u LD_PRELOAD OMP_NUM_THREADS=2 -- -- "$C_PROG" -p 2,1,2
+    check_teams shim 2 3 "$C_REGIONS"
+}
