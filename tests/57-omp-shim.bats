@@ -13,6 +13,7 @@
 load helpers/common
 
 setup() {
+    cd "$BATS_TEST_TMPDIR"
     SHIM=$COSCHED_BUILDDIR/launcher/omp/libcosched-omp.so
     [ -f "$SHIM" ] || { echo "$SHIM is not built"; return 1; }
     C_PROG=$PROGS/ompshim
