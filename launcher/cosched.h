@@ -70,11 +70,6 @@ const char *cs_datadir(void);
  * else the installed one, else - for a cosched run from its build tree - the
  * one built there; NULL if none of them exists. */
 const char *cs_omp_shim_path(void);
-/* 1 when LD_PRELOAD can take effect in the program at path: a dynamically
- * linked ELF executable of cosched's own class and machine that is neither
- * setuid nor setgid, or a script (#!: its interpreter is judged when it runs,
- * by the dynamic linker); 0 otherwise (static, another ABI, unreadable). */
-int cs_exe_preloadable(const char *path);
 /* 0 when path (resolved) and every directory above it belong to root and
  * nobody else may write them (a root-owned sticky directory is fine); -1
  * with why.  The node engine loads only such files (policies, modules). */

@@ -38,12 +38,12 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "cosched.h"
+#include "ompinject.h"
 #include "counters.h"
 #include "profile.h"
 
@@ -216,55 +216,9 @@ static void set_default_env(const char *k, const char *v, int force)
         setenv(k, v, 1);
 }
 
-/* v, trimmed, is one of words (case-insensitive) */
-static int env_word(const char *v, const char *const *words)
+static const char *get_env(const char *name, void *arg)
 {
-    while (*v == ' ' || *v == '\t')
-        v++;
-    size_t n = strlen(v);
-    while (n > 0 && (v[n - 1] == ' ' || v[n - 1] == '\t'))
-        n--;
-    for (; *words; words++)
-        if (strlen(*words) == n && strncasecmp(v, *words, n) == 0)
-            return 1;
-    return 0;
-}
-
-/* Whether libcosched-omp.so would resize teams in a job with this
- * environment: its own opt-outs (COSCHED_OMP not on, OMP_DYNAMIC=false) and
- * thread binding, under which it leaves teams alone (cosched-omp.c).  Where
- * it would not, the job keeps the passive wait policy. */
-static int omp_shim_applies(void)
-{
-    static const char *const on[] = { "on", "1", "yes", "true", "", NULL };
-    static const char *const dyn_false[] = { "false", NULL };
-    static const char *const unbound[] = { "false", NULL };
-    const char *v;
-    if ((v = getenv("COSCHED_OMP")) && !env_word(v, on))
-        return 0;
-    if ((v = getenv("OMP_DYNAMIC")) && env_word(v, dyn_false))
-        return 0;
-    if ((v = getenv("OMP_PROC_BIND")) && !env_word(v, unbound))
-        return 0;
-    if (getenv("OMP_PLACES") || ((v = getenv("KMP_AFFINITY")) && !strstr(v, "none") && !strstr(v, "disabled")))
-        return 0;
-    return 1;
-}
-
-/* LD_PRELOAD = the shim, then whatever the user preloads (kept, never replaced) */
-static void preload_shim(const char *shim)
-{
-    const char *old = getenv("LD_PRELOAD");
-    if (old == NULL || *old == '\0') {
-        setenv("LD_PRELOAD", shim, 1);
-        return;
-    }
-    if (strstr(old, shim))
-        return;
-    char *both = cs_strdup_printf("%s:%s", shim, old);
-    if (both)
-        setenv("LD_PRELOAD", both, 1);
-    free(both);
+    return getenv(name);
 }
 
 /* In the child: become the job.  Never returns. */
@@ -303,8 +257,10 @@ static void child_exec(struct cs_engine *e, struct cs_job *j, int gofd, int ofd,
         /* teams that follow the job's cores may spin as the runtime likes;
          * where the shim cannot apply, spinning threads on folded or frozen
          * cores cost > 100x (BENCHMARKS.md section 2): wait passively */
-        if (e->omp_shim && j->preloadable && omp_shim_applies()) {
-            preload_shim(e->omp_shim);
+        char pre[4096];
+        if (e->omp_shim && j->preloadable && cs_omp_env_allows(get_env, NULL) &&
+            cs_preload_value(e->omp_shim, getenv("LD_PRELOAD"), pre, sizeof pre)) {
+            setenv("LD_PRELOAD", pre, 1);
 #if !defined(__x86_64__)
             /* the shim resizes libomp's teams on x86-64 only (cosched-omp.c) */
             set_default_env("KMP_BLOCKTIME", "0", 0);

@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "cosched.h"
+#include "ompinject.h"
 #include "cli.h"
 #include "counters.h"
 #include "profile.h"

@@ -14,7 +14,6 @@
 #include <time.h>
 #include <unistd.h>
 #include <limits.h>
-#include <link.h>
 #include "cosched.h"
 
 /* A simulated node (sim.c) makes time virtual: cs_now() then reads its clock. */
@@ -183,39 +182,6 @@ const char *cs_omp_shim_path(void)
         }
     }
     return NULL;
-}
-
-/* see cosched.h */
-int cs_exe_preloadable(const char *path)
-{
-    ElfW(Ehdr) eh;
-    struct stat st;
-    int fd = open(path, O_RDONLY | O_CLOEXEC), ok = 0;
-
-    if (fd < 0)
-        return 0;
-    ssize_t got = pread(fd, &eh, sizeof eh, 0);
-    if (got >= 2 && memcmp(&eh, "#!", 2) == 0)
-        ok = 1;
-    else if (got == (ssize_t)sizeof eh && memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 &&
-             eh.e_ident[EI_CLASS] == (sizeof(void *) == 8 ? ELFCLASS64 : ELFCLASS32) &&
-             fstat(fd, &st) == 0 && !(st.st_mode & (S_ISUID | S_ISGID)) &&
-             eh.e_phentsize == sizeof(ElfW(Phdr)) && eh.e_phnum < 1024) {
-        ElfW(Ehdr) self;
-        int sfd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
-        int same = sfd >= 0 && pread(sfd, &self, sizeof self, 0) == (ssize_t)sizeof self &&
-                   self.e_machine == eh.e_machine;
-        if (sfd >= 0)
-            close(sfd);
-        for (int i = 0; same && !ok && i < eh.e_phnum; i++) {
-            ElfW(Phdr) ph;
-            if (pread(fd, &ph, sizeof ph, (off_t)(eh.e_phoff + (size_t)i * sizeof ph)) != (ssize_t)sizeof ph)
-                break;
-            ok = ph.p_type == PT_INTERP;
-        }
-    }
-    close(fd);
-    return ok;
 }
 
 /* see cosched.h */

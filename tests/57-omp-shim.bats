@@ -11,6 +11,7 @@
 # under a second of CPU.
 
 load helpers/common
+bats_require_minimum_version 1.5.0   # run --separate-stderr
 
 setup() {
     cd "$BATS_TEST_TMPDIR"
