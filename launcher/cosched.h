@@ -66,10 +66,6 @@ char *cs_strdup_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)
  * installed location, else - for a cosched run from its build tree - the
  * source tree. */
 const char *cs_datadir(void);
-/* libcosched-omp.so (issue 14): $COSCHED_OMP_SHIM if set (empty: none),
- * else the installed one, else - for a cosched run from its build tree - the
- * one built there; NULL if none of them exists. */
-const char *cs_omp_shim_path(void);
 /* 0 when path (resolved) and every directory above it belong to root and
  * nobody else may write them (a root-owned sticky directory is fine); -1
  * with why.  The node engine loads only such files (policies, modules). */

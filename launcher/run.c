@@ -353,6 +353,33 @@ int cs_cmd_classify(int argc, char **argv)
     return run_or_classify(argc, argv, &cl);
 }
 
+/* libcosched-omp.so (issue 14): $COSCHED_OMP_SHIM if set (empty: none),
+ * else the installed one, else - for a cosched run from its build tree - the
+ * one built there; NULL if none of them exists. */
+static const char *omp_shim_path(void)
+{
+    static char exe[4096];
+    const char *s = getenv("COSCHED_OMP_SHIM");
+    ssize_t n;
+
+    if (s)
+        return *s ? s : NULL;
+    if (access(COSCHED_PKGLIBDIR "/libcosched-omp.so", R_OK) == 0)
+        return COSCHED_PKGLIBDIR "/libcosched-omp.so";
+    n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash) {
+            *slash = '\0';
+            if (strcmp(exe, COSCHED_BUILDDIR) == 0 &&
+                access(COSCHED_BUILDDIR "/launcher/omp/libcosched-omp.so", R_OK) == 0)
+                return COSCHED_BUILDDIR "/launcher/omp/libcosched-omp.so";
+        }
+    }
+    return NULL;
+}
+
 static int run_or_classify(int argc, char **argv, struct classify *cl)
 {
     const struct opt *table = cl ? classify_table() : run_opts;
@@ -532,7 +559,7 @@ static int run_or_classify(int argc, char **argv, struct classify *cl)
                 e.jobs[i]->cwd, strerror(errno));
     }
 
-    if (e.omp_env && omp_shim && (e.omp_shim = cs_omp_shim_path()) == NULL)
+    if (e.omp_env && omp_shim && (e.omp_shim = omp_shim_path()) == NULL)
         cs_warn("libcosched-omp.so is not installed (%s/libcosched-omp.so): OpenMP jobs wait passively "
                 "instead of following their cores (--omp-shim, cosched(1))", COSCHED_PKGLIBDIR);
 

@@ -160,31 +160,6 @@ const char *cs_datadir(void)
 }
 
 /* see cosched.h */
-const char *cs_omp_shim_path(void)
-{
-    static char exe[4096];
-    const char *s = getenv("COSCHED_OMP_SHIM");
-    ssize_t n;
-
-    if (s)
-        return *s ? s : NULL;
-    if (access(COSCHED_PKGLIBDIR "/libcosched-omp.so", R_OK) == 0)
-        return COSCHED_PKGLIBDIR "/libcosched-omp.so";
-    n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n > 0) {
-        exe[n] = '\0';
-        char *slash = strrchr(exe, '/');
-        if (slash) {
-            *slash = '\0';
-            if (strcmp(exe, COSCHED_BUILDDIR) == 0 &&
-                access(COSCHED_BUILDDIR "/launcher/omp/libcosched-omp.so", R_OK) == 0)
-                return COSCHED_BUILDDIR "/launcher/omp/libcosched-omp.so";
-        }
-    }
-    return NULL;
-}
-
-/* see cosched.h */
 int cs_path_trusted(const char *path, char *why, size_t len)
 {
     char real[PATH_MAX];
