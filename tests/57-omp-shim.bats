@@ -190,6 +190,18 @@ requires_f()    { requires multicore; [ -x "$F_PROG" ] || skip "needs $F_PROG: g
     check_teams fixed 2 3 "$F_REGIONS"
 }
 
+@test "an OpenMP library dlopen()ed with RTLD_LOCAL by a program that is not OpenMP: its region is resized too" {
+    requires multicore openmp
+    lib=$PROGS/libompdl.so
+    [ -f "$lib" ] && [ -x "$PROGS/ompdl" ] || skip "needs $lib and $PROGS/ompdl (make check builds them)"
+    one=$(first_cpus 1)
+    # libgomp is outside the global scope: the shim finds it by name (RTLD_NOLOAD)
+    OMP_NUM_THREADS=2 run_prog taskset -c "$one" "$PROGS/ompdl" "$lib"
+    assert_equal "$output" "team=1 sum=ok" "region on 1 CPU with the shim"
+    NOSHIM=1 OMP_NUM_THREADS=2 run_prog taskset -c "$one" "$PROGS/ompdl" "$lib"
+    assert_equal "$output" "team=2 sum=ok" "region on 1 CPU without the shim"
+}
+
 @test "programs that are not OpenMP run under the shim exactly as without it" {
     run env LD_PRELOAD="$SHIM" sh -c 'echo out; echo err >&2; exit 3'
     echo "status $status: $output"
