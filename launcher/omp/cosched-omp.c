@@ -73,7 +73,7 @@
  *   know whether the program gave a num_threads clause for the next fork.
  *   __kmpc_fork_call(loc, argc, microtask, ...) is variadic with one pointer
  *   per shared variable, any number of them; C cannot forward such a call.
- *   So on x86-64 the entry point is a 20-instruction assembly stub: it saves
+ *   So on x86-64 the entry point is an 18-instruction assembly stub: it saves
  *   the argument registers, calls cs_kmpc_prefork(loc) (C: if the region is
  *   to be resized, the real __kmpc_push_num_threads(loc, gtid, n), the very
  *   call clang emits for a num_threads clause), restores the registers and
@@ -101,9 +101,9 @@
  * thread-local.  Any thread may start outermost regions (each pthread is its
  * own contention group); each is sized by its own affinity mask.
  *
- * Cost per region.  Nothing is measured.  A forwarded region with a clause, or
- * a nested one, costs one TLS read and one call into the runtime
- * (omp_get_level).  An outermost region without a clause adds one call to the
+ * Cost per region.  Nothing is measured.  A region with a num_threads clause
+ * costs one comparison (libomp: one TLS read), a nested one one call into the
+ * runtime (omp_get_level).  An outermost region without a clause adds one call to the
  * runtime's omp_get_max_threads and one system call, sched_getaffinity(2) on
  * the calling thread (a copy of the kernel's cpumask, no lock); when that
  * gives fewer CPUs than the ICV, one call to omp_get_proc_bind and, for
