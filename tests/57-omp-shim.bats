@@ -219,6 +219,7 @@ requires_f()    { requires multicore; [ -x "$F_PROG" ] || skip "needs $F_PROG: g
 # ------------------------------------------------------------------ cosched run injects the shim
 
 # job_env [ENV...] -- COSCHED-ARGS...: the lines a job printed, without cosched's [name] prefix
+# (under --policy linux unless COSCHED-ARGS give another: the last --policy wins)
 job_env() {
     local envs=()
     while [ "$1" != -- ]; do envs+=("$1"); shift; done
@@ -273,4 +274,23 @@ job_env() {
     requires_c
     job_env -u LD_PRELOAD OMP_NUM_THREADS=2 -- -- "$C_PROG" -p 2,1,2
     check_teams shim 2 3 "$C_REGIONS"
+}
+
+@test "cosched run folds two OpenMP jobs (tft): their teams shrink to the core each holds; gang, or --omp-shim off, keeps 2" {
+    requires cosched
+    requires_c
+    # -l: regions for 1.5 s, each split in omp_get_max_threads() parts and checked; one line of team counts
+    for pol in tft gang; do
+        job_env -u LD_PRELOAD OMP_NUM_THREADS=2 -- --policy "$pol" --quantum 200ms -- "$C_PROG" -l 1.5 ::: "$C_PROG" -l 1.5
+        assert_equal "$(grep -c '^teams: .* ok$' <<<"$output")" 2 "jobs whose every region was right ($pol)"
+        if [ "$pol" = tft ]; then
+            # each job on one core (20-engine checks the placement): teams of 1
+            assert_equal "$(grep -c '^teams: 1=' <<<"$output")" 2 "jobs with 1-thread teams under tft"
+        else
+            # each job on both cores when it runs, frozen otherwise: teams of 2
+            assert_equal "$(grep -c '^teams: 2=[0-9]* regions' <<<"$output")" 2 "jobs with only 2-thread teams under gang"
+        fi
+    done
+    job_env -u LD_PRELOAD OMP_NUM_THREADS=2 -- --policy tft --quantum 200ms --omp-shim off -- "$C_PROG" -l 1 ::: "$C_PROG" -l 1
+    assert_equal "$(grep -c '^teams: 2=[0-9]* regions=[0-9]* ok$' <<<"$output")" 2 "jobs with only 2-thread teams without the shim"
 }

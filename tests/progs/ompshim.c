@@ -2,6 +2,7 @@
  * tests/57-omp-shim.bats (libcosched-omp.so, issue 14).
  *
  *   ompshim [-p PLAN] [-c CPUS]
+ *   ompshim -l SECONDS
  *
  * PLAN is a comma-separated list of CPU counts (default "2,1,2"): before each
  * phase the process's affinity, all threads, is set to the first K of CPUS
@@ -11,6 +12,10 @@
  * sched_getaffinity.  Each phase runs the same regions; each prints one line
  *
  *   phase=P cpus=K region=NAME team=T [inner=I] [max=M] ok|BAD: what
+ *
+ * (-l: no phases; for SECONDS of wall time, regions split in
+ * omp_get_max_threads() parts, each checked, while whoever runs the job moves
+ * it; then one line "teams: 1=N1 2=N2 ... regions=N ok|BAD: what".)
  *
  * where team is omp_get_num_threads() inside the region (every thread must
  * agree), inner the team of a nested region, max what omp_get_max_threads()
@@ -28,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -433,17 +439,70 @@ static void r_oldabi(void)
 }
 #endif
 
+/* -l: regions for `seconds`, each split in the omp_get_max_threads() parts
+ * the region must have (the promise), results checked, team sizes counted */
+static int loop_regions(double seconds)
+{
+    long count[65] = { 0 }, regions = 0;
+    char bad[200] = "";
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    do {
+        int max = omp_get_max_threads(), team = 0;
+        long sum = 0;
+        if (max < 1 || max > 64) {
+            snprintf(bad, sizeof bad, "omp_get_max_threads() said %d", max);
+            break;
+        }
+#pragma omp parallel reduction(+ : sum)
+        {
+            int me = omp_get_thread_num();
+            team_merge(&team, omp_get_num_threads());
+            if (me < max)
+                for (long i = 10000L * me / max; i < 10000L * (me + 1) / max; i++)
+                    sum += i;
+        }
+        regions++;
+        if (team != max) {
+            snprintf(bad, sizeof bad, "region %ld: omp_get_max_threads() said %d, the region had %d threads",
+                     regions, max, team);
+            break;
+        }
+        if (sum != 10000L * 9999 / 2) {
+            snprintf(bad, sizeof bad, "region %ld: sum %ld, want %ld", regions, sum, 10000L * 9999 / 2);
+            break;
+        }
+        count[team]++;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+    } while ((double)(t.tv_sec - t0.tv_sec) + (double)(t.tv_nsec - t0.tv_nsec) / 1e9 < seconds);
+    printf("teams:");
+    for (int i = 1; i <= 64; i++)
+        if (count[i])
+            printf(" %d=%ld", i, count[i]);
+    printf(" regions=%ld %s%s\n", regions, bad[0] ? "BAD: " : "ok", bad);
+    return bad[0] ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *plan = "2,1,2";
     int c;
     const char *cpus = NULL;
-    while ((c = getopt(argc, argv, "p:c:")) != -1) {
+    while ((c = getopt(argc, argv, "p:c:l:")) != -1) {
         switch (c) {
         case 'p': plan = optarg; break;
         case 'c': cpus = optarg; break;
+        case 'l': {
+            char *end;
+            double sec = strtod(optarg, &end);
+            if (*end || !(sec > 0 && sec <= 60)) {
+                fprintf(stderr, "ompshim: -l: '%s' is not a number of seconds (0 to 60)\n", optarg);
+                return 2;
+            }
+            return loop_regions(sec);
+        }
         default:
-            fprintf(stderr, "usage: ompshim [-p COUNT,COUNT,...] [-c CPU,CPU,...]\n");
+            fprintf(stderr, "usage: ompshim [-p COUNT,COUNT,...] [-c CPU,CPU,...] | -l SECONDS\n");
             return 2;
         }
     }
