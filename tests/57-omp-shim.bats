@@ -7,8 +7,11 @@
 # and prints one line per region: its team size, a nested team, what
 # omp_get_max_threads() said, and whether the result was right.  With the
 # shim, an outermost region without num_threads gets min(ICV, CPUs); without
-# it (or opted out) the team keeps the ICV.  Small: each program runs well
-# under a second of CPU.
+# it (or opted out) the team keeps the ICV.  Then cosched run's injection:
+# the job environment (LD_PRELOAD, wait policy) for dynamic, script and
+# static jobs and each opt-out, and OpenMP jobs that cosched itself folds
+# (tft) or time-slices (gang).  Small: each program runs at most a few
+# seconds of CPU.
 
 load helpers/common
 bats_require_minimum_version 1.5.0   # run --separate-stderr
