@@ -372,6 +372,10 @@ const char *cs_policy_name(const struct cs_policy *p);
 const char *cs_policy_file(const struct cs_policy *p);
 /* The policy's one-line description ("" if it declares none). */
 const char *cs_policy_description(const struct cs_policy *p);
+/* The policy says it runs jobs on the same CPUs at the same time (shares_cpus
+ * = true in its table, cosched-policy(7)): sizing OpenMP teams to a job's CPUs
+ * then does not keep threads of different jobs off each other's cores. */
+int cs_policy_shares_cpus(const struct cs_policy *p);
 /* Bounds for the policies loaded (or listed) from now on; 0 means the
  * default: memory of a policy's Lua state (64 MiB), instructions per call
  * (200 million), seconds per plan() call (min(max(quantum, 0.05), 1.0));

@@ -256,9 +256,12 @@ static void child_exec(struct cs_engine *e, struct cs_job *j, int gofd, int ofd,
         set_default_env("OMP_NUM_THREADS", b, j->threads_explicit);
         /* teams that follow the job's cores may spin as the runtime likes;
          * where the shim cannot apply, spinning threads on folded or frozen
-         * cores cost > 100x (BENCHMARKS.md section 2): wait passively */
+         * cores cost > 100x (BENCHMARKS.md section 2): wait passively.  So
+         * under a policy that runs jobs on the same cores at once (linux):
+         * teams the size of the job's cores still overlap other jobs'. */
         char pre[4096];
-        if (e->omp_shim && j->preloadable && cs_omp_env_allows(get_env, NULL) &&
+        if (e->omp_shim && j->preloadable && !cs_policy_shares_cpus(e->policy) &&
+            cs_omp_env_allows(get_env, NULL) &&
             cs_preload_value(e->omp_shim, getenv("LD_PRELOAD"), pre, sizeof pre)) {
             setenv("LD_PRELOAD", pre, 1);
 #if !defined(__x86_64__)

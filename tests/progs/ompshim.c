@@ -107,11 +107,17 @@ static void set_cpus(int k)
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", 1 /* O_WRONLY */, 0);
+    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", 1 /* O_WRONLY */, 0);
     pid_t child;
-    int st;
-    if (posix_spawnp(&child, "taskset", &fa, NULL, argv, environ) != 0 || waitpid(child, &st, 0) < 0 ||
-        !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-        fprintf(stderr, "ompshim: `taskset -a -p -c %s %s` failed\n", list, pid);
+    int st = -1, tries;
+    /* taskset -a walks /proc/PID/task: a thread the runtime ends meanwhile
+     * (nested teams shrink) makes it fail ("No such process"): try again */
+    for (tries = 0; tries < 5; tries++)
+        if (posix_spawnp(&child, "taskset", &fa, NULL, argv, environ) == 0 && waitpid(child, &st, 0) == child &&
+            WIFEXITED(st) && WEXITSTATUS(st) == 0)
+            break;
+    if (tries == 5) {
+        fprintf(stderr, "ompshim: `taskset -a -p -c %s %s` failed 5 times\n", list, pid);
         exit(2);
     }
     posix_spawn_file_actions_destroy(&fa);

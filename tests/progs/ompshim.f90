@@ -31,8 +31,12 @@ program ompshim_f
      do i = 1, len_trim(list)
         if (list(i:i) == ',') ncpus = ncpus + 1
      end do
-     write (cmd, '(a,a,a,i0,a)') 'taskset -a -p -c ', trim(list), ' ', getpid(), ' >/dev/null'
-     call execute_command_line(trim(cmd), exitstat=st)
+     ! taskset -a fails when a thread ends while it walks them: try again
+     write (cmd, '(a,a,a,i0,a)') 'taskset -a -p -c ', trim(list), ' ', getpid(), ' >/dev/null 2>&1'
+     do i = 1, 5
+        call execute_command_line(trim(cmd), exitstat=st)
+        if (st == 0) exit
+     end do
      if (st /= 0) then
         write (0, '(a,a,a)') 'ompshim_f: `', trim(cmd), '` failed'
         stop 2
