@@ -41,6 +41,7 @@ struct cs_shared {
     char id[64];
     char policy[CS_NAME_MAX];
     char why[448];
+    int shares_cpus;           /* the engine's policy runs steps on the same CPUs */
 };
 
 #define MAX_TASKS 1024
@@ -451,6 +452,8 @@ int cs_remote_task_post_fork(spank_t sp)
         reply_get(reply, "policy", pol, sizeof pol);
         if (pol[0])
             snprintf(st.sh->policy, sizeof st.sh->policy, "%s", pol);
+        reply_get(reply, "shares_cpus", pol, sizeof pol);
+        st.sh->shares_cpus = strcmp(pol, "1") == 0;
         atomic_store(&st.sh->state, V_REGISTERED);
         slurm_debug("cosched: step %u.%u registered as cosched job %s (policy %s)", st.job, st.step,
                     st.sh->id, st.sh->policy);
@@ -487,7 +490,7 @@ static int omp_shim_task(spank_t sp)
     int argc = 0;
     spank_err_t rc;
 
-    if (shim[0] == '\0' || cs_g.req.omp_shim_off || access(shim, R_OK) != 0)
+    if (shim[0] == '\0' || cs_g.req.omp_shim_off || st.sh->shares_cpus || access(shim, R_OK) != 0)
         return 0;
     if (!cs_omp_env_allows(task_getenv, &t))
         return 0;

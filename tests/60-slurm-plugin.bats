@@ -330,6 +330,11 @@ EOF
         sr -n1 --cosched=gang "$PROGS/showenv_static" LD_PRELOAD OMP_WAIT_POLICY
         assert_equal "$out" "LD_PRELOAD unset"$'\n'"OMP_WAIT_POLICY=passive" "a static program"
     fi
+    # an engine whose policy runs steps on the same CPUs (linux) says so: passive
+    kill "$STUB" && wait "$STUB" 2>/dev/null || true
+    stub "OK id=1 policy=linux shares_cpus=1"
+    sr -n1 --cosched=linux sh -c "$show"
+    assert_equal "$out" "p=unset w=passive" "under an engine with shares_cpus=1"
     # plugstack omp_shim=none: passive for every task, as before the shim
     slurm_plugstack start=none omp_shim=none
     sr -n1 --cosched=gang sh -c "$show"
