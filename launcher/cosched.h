@@ -138,6 +138,7 @@ struct cs_job {
     char *cwd;                 /* NULL: inherit */
     int threads;               /* thread count given to the job (OMP_NUM_THREADS) */
     int threads_explicit;      /* set by the user for this job */
+    int preloadable;           /* its executable honours LD_PRELOAD (cs_exe_preloadable) */
     char cls_hint;             /* 'S', 'C', 'N' or 0 */
     int priority;              /* 0 normal; higher is more important */
     const char *origin;        /* "job file x:3" or "command line job 2" */
@@ -377,6 +378,10 @@ const char *cs_policy_name(const struct cs_policy *p);
 const char *cs_policy_file(const struct cs_policy *p);
 /* The policy's one-line description ("" if it declares none). */
 const char *cs_policy_description(const struct cs_policy *p);
+/* The policy says it runs jobs on the same CPUs at the same time (shares_cpus
+ * = true in its table, cosched-policy(7)): sizing OpenMP teams to a job's CPUs
+ * then does not keep threads of different jobs off each other's cores. */
+int cs_policy_shares_cpus(const struct cs_policy *p);
 /* Bounds for the policies loaded (or listed) from now on; 0 means the
  * default: memory of a policy's Lua state (64 MiB), instructions per call
  * (200 million), seconds per plan() call (min(max(quantum, 0.05), 1.0));
@@ -447,6 +452,7 @@ struct cs_engine {
     const struct cs_control_ops *ctl;
     struct cs_policy *policy;
     int omp_env;                       /* set OMP_* for jobs */
+    const char *omp_shim;              /* libcosched-omp.so to preload into jobs, NULL: none (--omp-shim off) */
     enum cs_output_mode output;
     char *output_dir;
     FILE *trace;

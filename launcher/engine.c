@@ -43,6 +43,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "cosched.h"
+#include "ompinject.h"
 #include "counters.h"
 #include "profile.h"
 
@@ -215,6 +216,11 @@ static void set_default_env(const char *k, const char *v, int force)
         setenv(k, v, 1);
 }
 
+static const char *get_env(const char *name, void *arg)
+{
+    return getenv(name);
+}
+
 /* In the child: become the job.  Never returns. */
 static void child_exec(struct cs_engine *e, struct cs_job *j, int gofd, int ofd, int efd)
 {
@@ -248,9 +254,25 @@ static void child_exec(struct cs_engine *e, struct cs_job *j, int gofd, int ofd,
     if (e->omp_env) {
         snprintf(b, sizeof b, "%d", j->threads);
         set_default_env("OMP_NUM_THREADS", b, j->threads_explicit);
-        set_default_env("OMP_WAIT_POLICY", "passive", 0);
-        set_default_env("GOMP_SPINCOUNT", "0", 0);
-        set_default_env("KMP_BLOCKTIME", "0", 0);
+        /* teams that follow the job's cores may spin as the runtime likes;
+         * where the shim cannot apply, spinning threads on folded or frozen
+         * cores cost > 100x (BENCHMARKS.md section 2): wait passively.  So
+         * under a policy that runs jobs on the same cores at once (linux):
+         * teams the size of the job's cores still overlap other jobs'. */
+        char pre[4096];
+        if (e->omp_shim && j->preloadable && !cs_policy_shares_cpus(e->policy) &&
+            cs_omp_env_allows(get_env, NULL) &&
+            cs_preload_value(e->omp_shim, getenv("LD_PRELOAD"), pre, sizeof pre)) {
+            setenv("LD_PRELOAD", pre, 1);
+#if !defined(__x86_64__)
+            /* the shim resizes libomp's teams on x86-64 only (cosched-omp.c) */
+            set_default_env("KMP_BLOCKTIME", "0", 0);
+#endif
+        } else {
+            set_default_env("OMP_WAIT_POLICY", "passive", 0);
+            set_default_env("GOMP_SPINCOUNT", "0", 0);
+            set_default_env("KMP_BLOCKTIME", "0", 0);
+        }
     }
     snprintf(b, sizeof b, "%d", j->id);
     setenv("COSCHED_JOB_ID", b, 1);

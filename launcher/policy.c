@@ -74,6 +74,7 @@ struct cs_policy {
     char *dir;                 /* its directory (second module root) */
     char *moddir;              /* <datadir>/lua */
     char *description;
+    int shares_cpus;           /* runs jobs on the same CPUs at once (linux) */
     lua_State *L;
 
     /* allocator */
@@ -1054,7 +1055,7 @@ static int open_protected(lua_State *L)
 {
     struct cs_policy *p = getp(L);
     static const char *const known[] = {
-        "api", "name", "description", "params", "init", "plan", NULL
+        "api", "name", "description", "params", "init", "plan", "shares_cpus", NULL
     };
     int status, t, ty;
 
@@ -1108,6 +1109,12 @@ static int open_protected(lua_State *L)
         if (!p->description)
             return luaL_error(L, "out of memory");
     }
+    lua_pop(L, 1);
+
+    lua_getfield(L, t, "shares_cpus");
+    if (!lua_isnil(L, -1) && !lua_isboolean(L, -1))
+        return verror(L, "shares_cpus must be true or false (it is %s)", luaL_typename(L, -1));
+    p->shares_cpus = lua_toboolean(L, -1);
     lua_pop(L, 1);
 
     lua_getfield(L, t, "plan");
@@ -1523,6 +1530,11 @@ const char *cs_policy_file(const struct cs_policy *p)
 const char *cs_policy_description(const struct cs_policy *p)
 {
     return p->description ? p->description : "";
+}
+
+int cs_policy_shares_cpus(const struct cs_policy *p)
+{
+    return p && p->shares_cpus;
 }
 
 void cs_policy_limits(size_t mem_bytes, uint64_t instructions, double seconds)

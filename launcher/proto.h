@@ -25,7 +25,9 @@
  *
  * Verbs and their keys (values are decimal unless said otherwise):
  *   ping                            -> OK version=1 pid=ENGINE_PID policy=NAME
- *   register   job step uid pid     -> OK id=COSCHED_JOB_ID policy=NAME
+ *   register   job step uid pid     -> OK id=COSCHED_JOB_ID policy=NAME [shares_cpus=1]
+ *              (shares_cpus=1: the policy runs steps on the same cpus at once;
+ *              the plugin then keeps passive OpenMP waiting, no shim)
  *              cores=LIST (the step's cores on this node, "0-3,8")
  *              [task ntasks nnodes cpus_per_task policy=NAME
  *               opts=K=V,K=V  priority=INT  class=S|C|N  name=STRING]

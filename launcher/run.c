@@ -24,13 +24,14 @@
 #include <time.h>
 #include <unistd.h>
 #include "cosched.h"
+#include "ompinject.h"
 #include "cli.h"
 #include "counters.h"
 #include "profile.h"
 
 enum {
     O_POLICY = 256, O_POLICY_OPT, O_POLICY_PATH, O_QUANTUM, O_JOBS, O_TRACE, O_WINDOW, O_CPUS, O_CONTROL,
-    O_TOPOLOGY, O_THREADS, O_OUTPUT, O_COUNTERS, O_PROFILE, O_PROFILE_PATH, O_RECORD, O_OMP_ENV, O_KILL_TIMEOUT, O_PROGRESS, O_JSON, O_VERBOSE, O_QUIET, O_HELP,
+    O_TOPOLOGY, O_THREADS, O_OUTPUT, O_COUNTERS, O_PROFILE, O_PROFILE_PATH, O_RECORD, O_OMP_ENV, O_OMP_SHIM, O_KILL_TIMEOUT, O_PROGRESS, O_JSON, O_VERBOSE, O_QUIET, O_HELP,
     O_STORE, O_STORE_TTL, O_REPROFILE, O_TO_END,
 };
 
@@ -59,7 +60,8 @@ static const struct opt run_opts[] = {
     { "profile", 1, O_PROFILE, "NAME|FILE", "counter profile (default: the one matching this CPU; cosched profiles)" },
     { "profile-path", 1, O_PROFILE_PATH, "DIR", "look for profiles in DIR first (repeatable)" },
     { "record-counters", 1, O_RECORD, "FILE", "write every job's counts per step to FILE (replayable)" },
-    { "omp-env", 1, O_OMP_ENV, "on|off", "set OMP_NUM_THREADS and passive OpenMP waiting for jobs (default on)" },
+    { "omp-env", 1, O_OMP_ENV, "on|off", "set OMP_NUM_THREADS for jobs, and passive OpenMP waiting where the shim cannot apply (default on)" },
+    { "omp-shim", 1, O_OMP_SHIM, "on|off", "preload libcosched-omp.so into jobs: OpenMP teams follow the job's cores (default on)" },
     { "kill-timeout", 1, O_KILL_TIMEOUT, "DURATION", "after forwarding SIGINT/SIGTERM, SIGKILL jobs after this (default 10s)" },
     { "progress", 1, O_PROGRESS, "auto|on|off", "live one-line progress on stderr (default auto: on a terminal)" },
     { "store", 1, O_STORE, "DIR|none", "profile store (default $XDG_CACHE_HOME/cosched/profiles or ~/.cache/cosched/profiles)" },
@@ -74,7 +76,7 @@ static const struct opt run_opts[] = {
 /* The run options that make sense for classify, then its own. */
 static const int classify_ids[] = {
     O_POLICY_OPT, O_QUANTUM, O_CPUS, O_CONTROL, O_THREADS, O_COUNTERS, O_PROFILE, O_PROFILE_PATH, O_OMP_ENV,
-    O_KILL_TIMEOUT, O_STORE, O_STORE_TTL, O_REPROFILE, O_VERBOSE, O_QUIET, 0,
+    O_OMP_SHIM, O_KILL_TIMEOUT, O_STORE, O_STORE_TTL, O_REPROFILE, O_VERBOSE, O_QUIET, 0,
 };
 static const struct opt classify_own[] = {
     { "to-end", 0, O_TO_END, NULL, "let the program run to its end (default: stop it once characterized)" },
@@ -388,6 +390,33 @@ int cs_cmd_classify(int argc, char **argv)
     return run_or_classify(argc, argv, &cl);
 }
 
+/* libcosched-omp.so (issue 14): $COSCHED_OMP_SHIM if set (empty: none),
+ * else the installed one, else - for a cosched run from its build tree - the
+ * one built there; NULL if none of them exists. */
+static const char *omp_shim_path(void)
+{
+    static char exe[4096];
+    const char *s = getenv("COSCHED_OMP_SHIM");
+    ssize_t n;
+
+    if (s)
+        return *s ? s : NULL;
+    if (access(COSCHED_PKGLIBDIR "/libcosched-omp.so", R_OK) == 0)
+        return COSCHED_PKGLIBDIR "/libcosched-omp.so";
+    n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash) {
+            *slash = '\0';
+            if (strcmp(exe, COSCHED_BUILDDIR) == 0 &&
+                access(COSCHED_BUILDDIR "/launcher/omp/libcosched-omp.so", R_OK) == 0)
+                return COSCHED_BUILDDIR "/launcher/omp/libcosched-omp.so";
+        }
+    }
+    return NULL;
+}
+
 static int run_or_classify(int argc, char **argv, struct classify *cl)
 {
     const struct opt *table = cl ? classify_table() : run_opts;
@@ -399,7 +428,7 @@ static int run_or_classify(int argc, char **argv, struct classify *cl)
     char **popts = NULL, **ppath = NULL, **search = NULL, **prpath = NULL, **exes = NULL;
     struct cs_profile *profile = NULL;
     int npopts = 0, nppath = 0, nsearch = 0, nprpath = 0, recording = 0, threads = 0, progress = isatty(2), c, status = 2;
-    int reprofile = 0, saved_stdout = -1;
+    int reprofile = 0, saved_stdout = -1, omp_shim = 1;
     double store_ttl = 30 * 86400.0;
     long v;
 
@@ -477,6 +506,10 @@ static int run_or_classify(int argc, char **argv, struct classify *cl)
             break;
         case O_OMP_ENV:
             if (parse_onoff("omp-env", optarg, -1, &e.omp_env) < 0)
+                goto bad;
+            break;
+        case O_OMP_SHIM:
+            if (parse_onoff("omp-shim", optarg, -1, &omp_shim) < 0)
                 goto bad;
             break;
         case O_KILL_TIMEOUT:
@@ -561,10 +594,15 @@ static int run_or_classify(int argc, char **argv, struct classify *cl)
                 e.jobs[i]->argv[0], why, hint);
         }
         exes[i] = p;
+        e.jobs[i]->preloadable = cs_exe_preloadable(p);
         if (e.jobs[i]->cwd && access(e.jobs[i]->cwd, X_OK) < 0)
             BAD("job %d (%s, %s): cwd=%s: %s", e.jobs[i]->id, e.jobs[i]->name, e.jobs[i]->origin,
                 e.jobs[i]->cwd, strerror(errno));
     }
+
+    if (e.omp_env && omp_shim && (e.omp_shim = omp_shim_path()) == NULL)
+        cs_warn("libcosched-omp.so is not installed (%s/libcosched-omp.so): OpenMP jobs wait passively "
+                "instead of following their cores (--omp-shim, cosched(1))", COSCHED_PKGLIBDIR);
 
     /* node, cores */
     if ((e.topo = cs_topo_load(topospec)) == NULL)

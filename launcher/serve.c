@@ -256,7 +256,8 @@ static int do_register(struct cs_engine *e, const struct cs_msg *m, char *rep, s
         hwloc_bitmap_free(cpus);
         for (int k = 0; k < sv->nt; k++)
             if (sv->t[k].pid == (pid_t)pid) {
-                snprintf(rep, len, "OK id=%d policy=%s", j->id, cs_policy_name(e->policy));
+                snprintf(rep, len, "OK id=%d policy=%s%s", j->id, cs_policy_name(e->policy),
+                 cs_policy_shares_cpus(e->policy) ? " shares_cpus=1" : "");
                 return 0;
             }
         struct task *nt = realloc(sv->t, (sv->nt + 1) * sizeof *nt);
@@ -270,7 +271,8 @@ static int do_register(struct cs_engine *e, const struct cs_msg *m, char *rep, s
          * (v2 without cpuset binds thread by thread): it joins them now */
         if (!hwloc_bitmap_isequal(j->cpus, cs_job_home(e, j)) && e->ctl->set_cpus(e, j, j->cpus, j->mems) < 0)
             cs_warn("step %s: task %ld joined but could not be moved to the step's cpus", j->name, pid);
-        snprintf(rep, len, "OK id=%d policy=%s", j->id, cs_policy_name(e->policy));
+        snprintf(rep, len, "OK id=%d policy=%s%s", j->id, cs_policy_name(e->policy),
+                 cs_policy_shares_cpus(e->policy) ? " shares_cpus=1" : "");
         return 0;
     }
     /* a new step: the policy it asks for, if the engine is idle */
@@ -351,7 +353,8 @@ static int do_register(struct cs_engine *e, const struct cs_msg *m, char *rep, s
     managed_update(e);
     cs_info("step %s (uid %ld, %s) joined: cores %s%s", j->name, uid, sv->prog, cs_msg_get(m, "cores"),
             j->nofreeze ? ", spans nodes: never frozen" : "");
-    snprintf(rep, len, "OK id=%d policy=%s", j->id, cs_policy_name(e->policy));
+    snprintf(rep, len, "OK id=%d policy=%s%s", j->id, cs_policy_name(e->policy),
+                 cs_policy_shares_cpus(e->policy) ? " shares_cpus=1" : "");
     return 1;
 bad:
     snprintf(rep, len, "ERR %s", err);

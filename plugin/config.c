@@ -17,11 +17,14 @@
 #ifndef COSCHED_BINDIR
 #define COSCHED_BINDIR "/usr/local/bin"
 #endif
+#ifndef COSCHED_PKGLIBDIR
+#define COSCHED_PKGLIBDIR "/usr/local/lib/cosched"
+#endif
 #ifndef COSCHED_DATADIR
 #define COSCHED_DATADIR "/usr/local/share/cosched"
 #endif
 
-enum ktype { K_POLICY, K_INT, K_LIST, K_BOOL, K_PATH, K_START };
+enum ktype { K_POLICY, K_INT, K_LIST, K_BOOL, K_PATH, K_PATH_NONE, K_START };
 
 /* The configuration, declared once: key, type, where, bounds, default, help. */
 static const struct key {
@@ -48,6 +51,8 @@ static const struct key {
       "where the installed policies are (for --cosched=help and checks)" },
     { "timeout_ms", K_INT, F(timeout_ms), 100, 3000, "2000",
       "most time a step waits for the engine (start included)" },
+    { "omp_shim", K_PATH_NONE, F(omp_shim), 0, 0, COSCHED_PKGLIBDIR "/libcosched-omp.so",
+      "the OpenMP shim preloaded into co-scheduled tasks (none: they wait passively)" },
 #undef F
 };
 #define NKEYS (sizeof keys / sizeof keys[0])
@@ -249,6 +254,12 @@ static int set_key(struct cs_conf *c, const struct key *k, const char *v, char *
         snprintf(what, sizeof what, "key '%s'", k->name);
         return parse_list(v, (struct cs_names *)dst, err, errlen, what);
     }
+    case K_PATH_NONE:
+        if (!strcmp(v, "none")) {
+            dst[0] = '\0';
+            return 0;
+        }
+        /* fall through */
     case K_PATH:
         if (v[0] != '/' || strlen(v) >= k->size) {
             snprintf(err, errlen, "key '%s': expected an absolute path shorter than %zu bytes, got '%.64s'",
@@ -357,7 +368,7 @@ const struct cs_names *cs_conf_usable(const struct cs_conf *c, const struct cs_n
 
 /* ------------------------------------------------------------------ --cosched=VALUE */
 
-#define REQ_KEYS "priority=INT (-1000..1000), class=S|C|N"
+#define REQ_KEYS "priority=INT (-1000..1000), class=S|C|N, omp_shim=yes|no"
 
 static int req_key(struct cs_req *r, const char *kv, size_t n, char *err, size_t errlen)
 {
@@ -390,6 +401,15 @@ static int req_key(struct cs_req *r, const char *kv, size_t n, char *err, size_t
             return -1;
         }
         r->cls = v[0];
+        return 0;
+    }
+    if (kn == 8 && !strncmp(kv, "omp_shim", 8)) {
+        int b;
+        if (parse_bool(v, &b) < 0) {
+            snprintf(err, errlen, "--cosched: omp_shim must be yes or no, got '%s'", v);
+            return -1;
+        }
+        r->omp_shim_off = !b;
         return 0;
     }
     if (kn == 10 && !strncmp(kv, "quantum_ms", 10)) {

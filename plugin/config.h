@@ -40,6 +40,7 @@ struct cs_conf {
     int idle_exit;                    /* seconds, for the on-demand engine */
     char policydir[CS_PATH_MAX];      /* where the installed policies are */
     int timeout_ms;                   /* budget of one step's registration */
+    char omp_shim[CS_PATH_MAX];       /* libcosched-omp.so for the tasks; "" = none */
 };
 
 /* What the user asked with --cosched=VALUE. */
@@ -50,6 +51,7 @@ struct cs_req {
     int has_priority;
     long priority;
     char cls;                     /* 'S', 'C', 'N' or 0 */
+    int omp_shim_off;             /* omp_shim=no: passive waiting, no shim */
 };
 
 /* Defaults: see the table in config.c and cosched-spank(8). */

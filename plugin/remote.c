@@ -25,6 +25,7 @@
 
 #include "plugin.h"
 #include "proto.h"
+#include "ompinject.h"
 
 /* Step ids at and above this are Slurm's special steps (batch 0xfffffffb,
  * extern 0xfffffffc, interactive 0xfffffffa, pending 0xfffffffd): never
@@ -40,6 +41,7 @@ struct cs_shared {
     char id[64];
     char policy[CS_NAME_MAX];
     char why[448];
+    int shares_cpus;           /* the engine's policy runs steps on the same CPUs */
 };
 
 #define MAX_TASKS 1024
@@ -450,11 +452,59 @@ int cs_remote_task_post_fork(spank_t sp)
         reply_get(reply, "policy", pol, sizeof pol);
         if (pol[0])
             snprintf(st.sh->policy, sizeof st.sh->policy, "%s", pol);
+        reply_get(reply, "shares_cpus", pol, sizeof pol);
+        st.sh->shares_cpus = strcmp(pol, "1") == 0;
         atomic_store(&st.sh->state, V_REGISTERED);
         slurm_debug("cosched: step %u.%u registered as cosched job %s (policy %s)", st.job, st.step,
                     st.sh->id, st.sh->policy);
     }
     return 0;
+}
+
+/* the task's environment for cs_omp_env_allows; a value too long to read
+ * counts as set to something that is not "on" (the safe side: passive) */
+struct task_env {
+    spank_t sp;
+    char buf[2][256];
+    int i;
+};
+
+static const char *task_getenv(const char *name, void *arg)
+{
+    struct task_env *t = arg;
+    char *b = t->buf[t->i++ % 2];
+    spank_err_t rc = spank_getenv(t->sp, name, b, sizeof t->buf[0]);
+    if (rc == ESPANK_SUCCESS)
+        return b;
+    return rc == ESPANK_ENV_NOEXIST ? NULL : "?";
+}
+
+/* Put libcosched-omp.so first in the task's LD_PRELOAD when it can apply
+ * (cosched-spank(8) ENVIRONMENT); 1 if it did, 0: the task waits passively. */
+static int omp_shim_task(spank_t sp)
+{
+    struct task_env t = { .sp = sp };
+    char exe[PATH_MAX], path[4096], old[4096], pre[8192];
+    const char *shim = cs_g.conf.omp_shim;
+    char **argv = NULL;
+    int argc = 0;
+    spank_err_t rc;
+
+    if (shim[0] == '\0' || cs_g.req.omp_shim_off || st.sh->shares_cpus || access(shim, R_OK) != 0)
+        return 0;
+    if (!cs_omp_env_allows(task_getenv, &t))
+        return 0;
+    if (spank_get_item(sp, S_JOB_ARGV, &argc, &argv) != ESPANK_SUCCESS || argc < 1 || argv == NULL)
+        return 0;
+    rc = spank_getenv(sp, "PATH", path, sizeof path);
+    if (!cs_exe_lookup(argv[0], rc == ESPANK_SUCCESS ? path : NULL, exe, sizeof exe) || !cs_exe_preloadable(exe))
+        return 0;
+    rc = spank_getenv(sp, "LD_PRELOAD", old, sizeof old);
+    if (rc != ESPANK_SUCCESS && rc != ESPANK_ENV_NOEXIST)
+        return 0;
+    if (!cs_preload_value(shim, rc == ESPANK_SUCCESS ? old : NULL, pre, sizeof pre))
+        return 0;
+    return spank_setenv(sp, "LD_PRELOAD", pre, 1) == ESPANK_SUCCESS;
 }
 
 /* In the task, as the user, before exec. */
@@ -472,8 +522,10 @@ int cs_remote_task_init(spank_t sp)
     if (state == V_REGISTERED) {
         if (st.sh->id[0])
             spank_setenv(sp, "COSCHED_JOB", st.sh->id, 1);
-        /* a spinning OpenMP team on a folded or frozen core is >100x slower */
-        spank_setenv(sp, "OMP_WAIT_POLICY", "passive", 0);
+        /* a spinning OpenMP team on a folded or frozen core is >100x slower:
+         * the shim sizes teams to the cores; where it cannot, wait passively */
+        if (!omp_shim_task(sp))
+            spank_setenv(sp, "OMP_WAIT_POLICY", "passive", 0);
     } else if (state == V_FAILED && local == 0) {
         int n = snprintf(buf, sizeof buf, "cosched: step %u.%u runs without co-scheduling: %s\n", st.job,
                          st.step, st.sh->why);

@@ -129,10 +129,11 @@ refuse() {
     refuse "threads but only $n cpus are managed" run --threads $((n + 1)) -- touch started
 }
 
-@test "bad --control, --window, --output, --omp-env, --policy-opt" {
+@test "bad --control, --window, --output, --omp-env, --omp-shim, --policy-opt" {
     refuse "--window 'soon'" run --window soon -- touch started
     refuse "--output '/nonexistent/dir': expected prefix, inherit or a writable directory" run --output /nonexistent/dir -- touch started
     refuse "--omp-env 'maybe': expected on or off" run --omp-env maybe -- touch started
+    refuse "--omp-shim 'maybe': expected on or off" run --omp-shim maybe -- touch started
     refuse "--policy-opt 'novalue': expected KEY=VALUE" run --policy-opt novalue -- touch started
     refuse "--policy-opt" run --policy gang --policy-opt nosuchkey=1 -- touch started
     run "$COSCHED" run --control nonsense -- touch started

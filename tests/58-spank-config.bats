@@ -36,6 +36,8 @@ bad() {
     assert_contains "$output" "start=ondemand"
     assert_contains "$output" "idle_exit=300"
     assert_contains "$output" "timeout_ms=2000"
+    assert_contains "$output" "omp_shim=/"
+    assert_contains "$output" "/libcosched-omp.so"
     # the installed set is the policy directory
     for p in "$COSCHED_SRCDIR"/lua/policies/*.lua; do
         assert_contains "$output" "$(basename "$p" .lua)"
@@ -44,13 +46,16 @@ bad() {
 
 @test "every key parses and the last one given wins" {
     run "$SC" conf "$PD" default=gang quantum_ms=250 allowed=gang,tft,flca optout=no enforce=yes \
-        socket=/tmp/x.sock start=none cosched=/opt/bin/cosched idle_exit=0 timeout_ms=500 quantum_ms=300
+        socket=/tmp/x.sock start=none cosched=/opt/bin/cosched idle_exit=0 timeout_ms=500 quantum_ms=300 \
+        omp_shim=/opt/lib/shim.so
     echo "$output"
     [ "$status" -eq 0 ]
     for kv in default=gang quantum_ms=300 "allowed=gang, tft, flca" optout=0 enforce=1 socket=/tmp/x.sock \
-        start=none cosched=/opt/bin/cosched idle_exit=0 timeout_ms=500; do
+        start=none cosched=/opt/bin/cosched idle_exit=0 timeout_ms=500 omp_shim=/opt/lib/shim.so; do
         assert_contains "$output" "$kv"
     done
+    run "$SC" conf "$PD" omp_shim=none
+    assert_contains "$output" "omp_shim=none"
 }
 
 @test "plugstack.conf: an unknown key or a bad value is an error naming the key and what was expected" {
@@ -65,6 +70,7 @@ bad() {
     bad "key 'quantum_ms' without a value" conf "$PD" quantum_ms
     bad "key 'allowed': empty policy name after the last ','" conf "$PD" allowed=gang,
     bad "key 'default': expected a policy name or none, got 'G A'" conf "$PD" "default=G A"
+    bad "key 'omp_shim': expected an absolute path shorter than 1024 bytes, got 'shim.so'" conf "$PD" omp_shim=shim.so
 }
 
 @test "plugstack.conf: policies must be installed and consistent" {
@@ -97,16 +103,21 @@ bad() {
     assert_contains "$output" "runs=tft"
     run "$SC" req tft:priority=-1000 "$PD"
     assert_contains "$output" "priority=-1000"
+    assert_contains "$output" "omp_shim=yes"
+    run "$SC" req gang:omp_shim=no "$PD"
+    assert_contains "$output" "omp_shim=no"
+    assert_contains "$output" "runs=gang"
 }
 
 @test "--cosched: bad values name what was wrong and list the valid values" {
     bad "--cosched: unknown policy 'lcaa' (policies: cachefair, classify" req lcaa "$PD"
     bad "--cosched: policy 'flca' is not allowed on this cluster (policies: gang, tft)" req flca "$PD" allowed=gang,tft
     bad "--cosched: 'off' is not allowed on this cluster" req off "$PD" optout=no
-    bad "--cosched: unknown key 'prio' (valid keys: priority=INT (-1000..1000), class=S|C|N)" req gang:prio=1 "$PD"
+    bad "--cosched: unknown key 'prio' (valid keys: priority=INT (-1000..1000), class=S|C|N, omp_shim=yes|no)" req gang:prio=1 "$PD"
     bad "--cosched: priority must be an integer between -1000 and 1000, got 'high'" req gang:priority=high "$PD"
     bad "--cosched: priority must be an integer between -1000 and 1000, got '1001'" req gang:priority=1001 "$PD"
     bad "--cosched: class must be S, C or N" req gang:class=X "$PD"
+    bad "--cosched: omp_shim must be yes or no, got 'maybe'" req gang:omp_shim=maybe "$PD"
     bad "--cosched: quantum_ms is not a step option" req gang:quantum_ms=10 "$PD"
     bad "--cosched: 'class' is not key=value" req gang:class "$PD"
     bad "--cosched: nothing after ':'" req gang: "$PD"

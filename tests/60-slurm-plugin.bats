@@ -137,7 +137,7 @@ notice_count() { grep -c '^cosched: step [0-9]*\.[0-9]* runs without co-scheduli
     done <<'EOF'
 lcaa|--cosched: unknown policy 'lcaa' (policies: gang, tft, flca)
 lca|--cosched: policy 'lca' is not allowed on this cluster (policies: gang, tft, flca)
-gang:prio=1|--cosched: unknown key 'prio' (valid keys: priority=INT (-1000..1000), class=S|C|N)
+gang:prio=1|--cosched: unknown key 'prio' (valid keys: priority=INT (-1000..1000), class=S|C|N, omp_shim=yes|no)
 gang:priority=high|--cosched: priority must be an integer between -1000 and 1000, got 'high'
 tft:class=X|--cosched: class must be S, C or N
 tft:quantum_ms=10|--cosched: quantum_ms is not a step option
@@ -186,7 +186,7 @@ EOF
     slurm_plugstack start=none bogus=1
     sr -n1 touch marker
     [ "$rc" -ne 0 ]
-    assert_contains "$err" "cosched: plugstack.conf: unknown key 'bogus' (known: default, quantum_ms, allowed, optout, enforce, socket, start, cosched, idle_exit, policydir, timeout_ms)"
+    assert_contains "$err" "cosched: plugstack.conf: unknown key 'bogus' (known: default, quantum_ms, allowed, optout, enforce, socket, start, cosched, idle_exit, policydir, timeout_ms, omp_shim)"
     nothing_launched "$before"
 
     slurm_plugstack start=none enforce=yes
@@ -302,6 +302,43 @@ EOF
     # a user's own OMP_WAIT_POLICY is kept
     OMP_WAIT_POLICY=active sr -n1 --cosched=gang sh -c 'echo "$OMP_WAIT_POLICY"'
     assert_equal "$out" active "OMP_WAIT_POLICY set by the user"
+    slurm_node_ok
+}
+
+@test "OpenMP shim: a registered task gets libcosched-omp.so first in LD_PRELOAD and keeps its wait policy; passive where the shim cannot apply" {
+    requires python3
+    shim=$COSCHED_BUILDDIR/launcher/omp/libcosched-omp.so
+    [ -f "$shim" ] || { echo "$shim is not built"; return 1; }
+    unset LD_PRELOAD OMP_WAIT_POLICY GOMP_SPINCOUNT KMP_BLOCKTIME COSCHED_OMP OMP_DYNAMIC OMP_PROC_BIND OMP_PLACES KMP_AFFINITY
+    stub
+    slurm_plugstack start=none omp_shim="$shim"
+    show='echo "p=${LD_PRELOAD-unset} w=${OMP_WAIT_POLICY-unset}"'
+    sr -n1 --cosched=gang sh -c "$show"
+    [ "$rc" -eq 0 ]
+    assert_equal "$out" "p=$shim w=unset" "a dynamic task's environment"
+    # the user's preloads stay, after the shim
+    LD_PRELOAD=libm.so.6 sr -n1 --cosched=gang sh -c "$show"
+    assert_equal "$out" "p=$shim:libm.so.6 w=unset" "with the user's LD_PRELOAD"
+    # passive where the shim cannot apply: the step says omp_shim=no, the job opts out, a static program
+    sr -n1 --cosched=gang:omp_shim=no sh -c "$show"
+    assert_equal "$out" "p=unset w=passive" "--cosched=gang:omp_shim=no"
+    COSCHED_OMP=off sr -n1 --cosched=gang sh -c "$show"
+    assert_equal "$out" "p=unset w=passive" "COSCHED_OMP=off"
+    OMP_PROC_BIND=close sr -n1 --cosched=gang sh -c "$show"
+    assert_equal "$out" "p=unset w=passive" "OMP_PROC_BIND=close"
+    if [ -x "$PROGS/showenv_static" ]; then
+        sr -n1 --cosched=gang "$PROGS/showenv_static" LD_PRELOAD OMP_WAIT_POLICY
+        assert_equal "$out" "LD_PRELOAD unset"$'\n'"OMP_WAIT_POLICY=passive" "a static program"
+    fi
+    # an engine whose policy runs steps on the same CPUs (linux) says so: passive
+    kill "$STUB" && wait "$STUB" 2>/dev/null || true
+    stub "OK id=1 policy=linux shares_cpus=1"
+    sr -n1 --cosched=linux sh -c "$show"
+    assert_equal "$out" "p=unset w=passive" "under an engine with shares_cpus=1"
+    # plugstack omp_shim=none: passive for every task, as before the shim
+    slurm_plugstack start=none omp_shim=none
+    sr -n1 --cosched=gang sh -c "$show"
+    assert_equal "$out" "p=unset w=passive" "omp_shim=none"
     slurm_node_ok
 }
 

@@ -222,6 +222,15 @@ gang_turns() {
     assert_equal "$(step_field 7.0 cpus)" "$(task_cpus "$a")" "7.0's cpus in status vs /proc"
 }
 
+@test "register under a policy whose steps share cpus (linux): the reply says shares_cpus=1 (the plugin keeps passive OpenMP waiting)" {
+    fake_step 7 0
+    fake_task 7 0 0 a
+    serve_start --policy linux
+    run cs_register 7 0 "$a"
+    echo "$output"
+    [[ $output =~ ^OK\ id=1\ policy=linux\ shares_cpus=1$ ]] || { echo "want 'OK id=1 policy=linux shares_cpus=1'"; false; }
+}
+
 # ------------------------------------------------------------------ 2. tasks of a step
 
 @test "a second task of a step joins it: one step of 2 tasks, both frozen and thawed together" {

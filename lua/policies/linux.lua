@@ -23,6 +23,8 @@ return {
   api = 1,
   name = "linux",
   description = "No co-scheduling: every job on every managed CPU, the kernel decides",
+  -- jobs share CPUs: OpenMP jobs keep the passive wait policy (cosched(1) --omp-shim)
+  shares_cpus = true,
 
   plan = function(snap)
     local step = { jobs = {}, shared = true }

@@ -147,7 +147,8 @@ slurm_require() {
 slurm_plugstack() {
     local kind=required
     [ "${1:-}" = --optional ] && { kind=optional; shift; }
-    slurm_plugstack_raw "$kind $CS_PLUGIN policydir=$COSCHED_SRCDIR/lua/policies cosched=$COSCHED socket=$CS_SOCKET $*"
+    # omp_shim=none unless a test gives it: a shim installed on the machine must not change what tests see
+    slurm_plugstack_raw "$kind $CS_PLUGIN policydir=$COSCHED_SRCDIR/lua/policies cosched=$COSCHED socket=$CS_SOCKET omp_shim=none $*"
 }
 
 slurm_plugstack_raw() {
