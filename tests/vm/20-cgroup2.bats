@@ -67,12 +67,13 @@ running_free() {       # running_free PID: not frozen, cgroup.events frozen 0
 }
 
 # start_two POLICY THREADS: cosched with two spin jobs of THREADS threads that
-# spin until stopped, at nice 19.  Under emulation 8 vCPUs share the host's
-# cores: a job that ends by itself may end before the slow test shell looks,
-# and unniced spinners starve that shell.  Pids in $cs $a $b.
+# run until stopped, at nice 19, in short bursts between 10 ms sleeps (spin
+# -d): under emulation 8 vCPUs share the host's cores, busy spinners starve
+# the test shell, and a job that ends by itself may end before the slow
+# shell looks.  Pids in $cs $a $b.
 start_two() {
     "$COSCHED" run --policy "$1" --quantum 2s \
-        -- nice -n 19 "$PROGS/spin" -t "$2" -w 300 -p a.pid ::: nice -n 19 "$PROGS/spin" -t "$2" -w 300 -p b.pid 2> err &
+        -- nice -n 19 "$PROGS/spin" -t "$2" -d 10000 -w 300 -p a.pid ::: nice -n 19 "$PROGS/spin" -t "$2" -d 10000 -w 300 -p b.pid 2> err &
     cs=$!
     echo "$cs" > cosched.pid
     wait_for 30 test -s a.pid
@@ -103,7 +104,9 @@ stop_cosched() {
 # jobs running (gang freezes the leaving job before it thaws the next, so
 # both frozen is a switch in progress); when one is frozen (cgroup.freeze 1,
 # cgroup.events frozen 1) the other runs on all 8 CPUs by its cpuset; over
-# the samples each job was the frozen one at least once.
+# the samples each job was the frozen one at least once.  (cgroup.freeze is
+# the request, cgroup.events the kernel's state: they differ while a thaw of
+# sleeping tasks completes, so only the latter is asserted here.)
 frozen_field() { awk '$1 == "frozen" { print $2 }' "$1/cgroup.events"; }
 @test "cgroup2 gang: one job frozen by cgroup.freeze at a time, both ways round, on all 8 CPUs" {
     start_two gang 1
@@ -114,16 +117,15 @@ frozen_field() { awk '$1 == "frozen" { print $2 }' "$1/cgroup.events"; }
         n=$((n + 1))
         s1=$(frozen_field "$ga")$(frozen_field "$gb")
         case $s1 in
-        10) fz=$(cat "$ga/cgroup.freeze") runner=$b ;;
-        01) fz=$(cat "$gb/cgroup.freeze") runner=$a ;;
-        *) fz= runner= ;;
+        10) runner=$b ;;
+        01) runner=$a ;;
+        *) runner= ;;
         esac
         [ -z "$runner" ] || { eff=$(cat "$(job_cg "$runner")/cpuset.cpus.effective"); th=$(task_cpus "$runner"); }
         s2=$(frozen_field "$ga")$(frozen_field "$gb")
         [ "$s1" = "$s2" ] || continue
         case $s1 in
         10|01)
-            assert_equal "$fz" 1 "cgroup.freeze of the frozen job"
             assert_equal "$eff" 0-7 "cpuset.cpus.effective of the running job"
             assert_equal "$th" 0-7 "Cpus_allowed_list of the running job"
             [ "$s1" = 10 ] && seen_a=1 || seen_b=1 ;;
@@ -154,16 +156,17 @@ frozen_field() { awk '$1 == "frozen" { print $2 }' "$1/cgroup.events"; }
 }
 
 # The jobs say threads=4 (what flca plans with: 16 threads for 8 CPUs) but
-# spin one thread each, so that the emulated VM stays responsive.  The shell
+# spin two threads each in short bursts (spin -d), so that the emulated VM
+# stays responsive.  The shell
 # here can take seconds per read while flca may move a job every quantum:
 # a sample counts only when the job's cgroup.events and cpuset.cpus.effective
 # read the same before and after its threads' Cpus_allowed_list.
 @test "cgroup2 flca: four 4-thread jobs on 8 CPUs: frozen by cgroup.freeze, confined by cpuset.cpus, threads inside their cpuset" {
     cat > j.jobs <<JOBS
-name=s1 class=S threads=4 -- nice -n 19 $PROGS/spin -t 1 -w 300 -p s1.pid
-name=s2 class=S threads=4 -- nice -n 19 $PROGS/spin -t 1 -w 300 -p s2.pid
-name=c1 class=C threads=4 -- nice -n 19 $PROGS/spin -t 1 -w 300 -p c1.pid
-name=n1 class=N threads=4 -- nice -n 19 $PROGS/spin -t 1 -w 300 -p n1.pid
+name=s1 class=S threads=4 -- nice -n 19 $PROGS/spin -t 2 -d 10000 -w 300 -p s1.pid
+name=s2 class=S threads=4 -- nice -n 19 $PROGS/spin -t 2 -d 10000 -w 300 -p s2.pid
+name=c1 class=C threads=4 -- nice -n 19 $PROGS/spin -t 2 -d 10000 -w 300 -p c1.pid
+name=n1 class=N threads=4 -- nice -n 19 $PROGS/spin -t 2 -d 10000 -w 300 -p n1.pid
 JOBS
     "$COSCHED" run --policy flca --quantum 3s --counters none --jobs j.jobs 2> err &
     cs=$!

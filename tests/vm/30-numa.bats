@@ -4,7 +4,9 @@
 # 1 GB each), pure cgroup2 with cpuset.  Skips outside that VM.
 #
 # Where a job's pages are is read from the kernel (/proc/PID/numa_maps,
-# anonymous mappings: the STREAM arrays of share/demo/stream, 3 x 32 MiB),
+# anonymous mappings: 96 MiB that spin -m writes at start and keeps; its
+# threads then run in short bursts between sleeps, spin -d, so that the
+# emulated VM stays responsive),
 # where its threads may run from /proc/PID/task/*/status and the job's
 # cgroup (cpuset.cpus.effective, cpuset.mems).
 #
@@ -32,9 +34,8 @@ teardown() {
     cleanup_cosched
 }
 
-# one STREAM job: 3 x 32 MiB, one thread, nice 19 (the emulated VM must stay
-# responsive), runs until stopped
-STREAM="env OMP_NUM_THREADS=1 nice -n 19 $DEMO/stream -m 32 -s 600 -q"
+# one job with 96 MiB of pages, two threads in bursts, runs until stopped
+MEMJOB="nice -n 19 $PROGS/spin -m 96 -t 2 -d 10000 -w 600"
 MIN_PAGES=20000         # 96 MiB of arrays = 24576 pages of 4 KiB
 
 anon_on() {             # anon_on PID NODE: anonymous pages of PID on NODE
@@ -94,7 +95,7 @@ stop_cosched() {
 
 @test "cgroup2 cpuset.mems: memory follows a job the plan moves to the other node (and back)" {
     "$COSCHED" run --policy-path "$COSCHED_SRCDIR/tests/vm/policies" --policy nodeswap \
-        --policy-opt period=10 --quantum 1s -- $STREAM 2> err &
+        --policy-opt period=10 --quantum 1s -- $MEMJOB 2> err &
     cs=$!
     wait_for 60 job_pid 1
     p=$(job_pid 1) cg=$(job_dir 1)
@@ -115,8 +116,8 @@ stop_cosched() {
 # --membind), whatever cores the first plan gave them.
 threads_to_memory() {
     cat > j.jobs <<JOBS
-name=m1 threads=2 -- numactl --membind=1 $STREAM
-name=m0 threads=2 -- numactl --membind=0 $STREAM
+name=m1 threads=2 -- numactl --membind=1 $MEMJOB
+name=m0 threads=2 -- numactl --membind=0 $MEMJOB
 JOBS
     "$COSCHED" run --policy "$1" --quantum 1s --counters none --jobs j.jobs 2> err &
     cs=$!
@@ -139,8 +140,8 @@ JOBS
 # job's the other, its threads run there and its pages are there.
 spread_with_memory() {
     cat > j.jobs <<JOBS
-name=s1 class=S threads=2 -- $STREAM
-name=s2 class=S threads=2 priority=1 -- $STREAM
+name=s1 class=S threads=2 -- $MEMJOB
+name=s2 class=S threads=2 priority=1 -- $MEMJOB
 JOBS
     "$COSCHED" run --policy "$1" --quantum 1s --counters none --jobs j.jobs 2> err &
     cs=$!
