@@ -117,11 +117,12 @@ frozen_field() { awk '$1 == "frozen" { print $2 }' "$1/cgroup.events"; }
         n=$((n + 1))
         s1=$(frozen_field "$ga")$(frozen_field "$gb")
         case $s1 in
-        10) runner=$b ;;
-        01) runner=$a ;;
-        *) runner= ;;
+        10) rcg=$gb ;;
+        01) rcg=$ga ;;
+        *) rcg= ;;
         esac
-        [ -z "$runner" ] || { eff=$(cat "$(job_cg "$runner")/cpuset.cpus.effective"); th=$(task_cpus "$runner"); }
+        # the running job as its cgroup lists it (cgroup.procs), not a pid file
+        [ -z "$rcg" ] || { eff=$(cat "$rcg/cpuset.cpus.effective"); th=$(task_cpus "$(head -n 1 "$rcg/cgroup.procs")"); }
         s2=$(frozen_field "$ga")$(frozen_field "$gb")
         [ "$s1" = "$s2" ] || continue
         case $s1 in
