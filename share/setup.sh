@@ -17,7 +17,7 @@ esac
 cd "$(dirname "$0")/.."
 top=$(pwd)
 
-pkgs="build-essential autoconf automake libtool pkg-config libhwloc-dev hwloc liblua5.4-dev lua5.4 libnuma-dev libglpk-dev bats likwid python3 slurmctld slurmd slurm-client munge libslurm-dev clang libclang-rt-14-dev gfortran libomp-14-dev"
+pkgs="build-essential autoconf automake libtool pkg-config libhwloc-dev hwloc liblua5.4-dev lua5.4 libnuma-dev libglpk-dev bats likwid python3 slurmctld slurmd slurm-client munge libslurm-dev clang libclang-rt-14-dev gfortran libomp-14-dev qemu-system-x86 busybox-static cpio numactl strace"
 missing=
 for p in $pkgs; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing="$missing $p"
@@ -62,6 +62,10 @@ check)
     # the engine's tiers again under ASan + UBSan: any report fails CI (Makefile.am)
     if [ "$status" -eq 0 ]; then
         make -s check-asan || { echo "setup: make check-asan failed (sanitizer reports above, if any)" >&2; status=1; }
+    fi
+    # cgroup v2 with the cpuset controller and 2 NUMA nodes, in a VM (tests/vm/README)
+    if [ "$status" -eq 0 ]; then
+        make -s check-vm || { echo "setup: make check-vm failed" >&2; status=1; }
     fi
     # one closing line that any CI reader understands
     awk '/^# PASS:/ {p=$3} /^# FAIL:/ {f=$3} /^# ERROR:/ {e=$3} /^# SKIP:/ {s=$3}

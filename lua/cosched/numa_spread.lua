@@ -345,9 +345,16 @@ function P:plan(snap)
   end
   if #new > 0 then
     local t = tally(doms, cur, self.assign)
-    self:place(doms, t, self.assign, new, {})
+    -- place into a copy and commit after: plan() can be stopped anywhere
+    -- (its time limit, e.g. the first plan on a slow machine), and a job
+    -- left in assign without moved_at made every later plan() fail on
+    -- "arithmetic on a nil value" in phase B (seen in the VM, tests/vm)
+    local placed = {}
+    for id, key in pairs(self.assign) do placed[id] = key end
+    self:place(doms, t, placed, new, {})
+    for _, e in ipairs(new) do self.moved_at[e.id] = snap.epoch end
+    self.assign = placed
     for _, e in ipairs(new) do
-      self.moved_at[e.id] = snap.epoch
       if use_mems and bykey[self.assign[e.id]].os_index then
         self:migrate(snap, e, bykey[self.assign[e.id]], nil)
       end

@@ -19,6 +19,13 @@
  *               spinning
  *   -T FILE     write the TIDs of this process, one per line, at the same time
  *               (before FILE of -p); rewritten when the late thread runs
+ *   -d USEC     after every short burst of work, sleep USEC microseconds: a
+ *               light load whose threads are sometimes on a CPU and mostly
+ *               asleep (the emulated VM of tests/vm, where busy spinners
+ *               starve the test itself).  Default 0: spin without pause
+ *   -m MIB      first, allocate MIB MiB and write every page of it (anonymous
+ *               memory, placed by the kernel's first-touch policy), keep it
+ *               to the end: pages for the NUMA tests to find and follow
  *   -i          ignore SIGTERM (children too), for kill-timeout tests
  *   -v          report progress on stderr; otherwise print nothing on success
  *
@@ -42,12 +49,12 @@
 #include <unistd.h>
 
 #define USAGE "usage: spin [-t THREADS] [-c CPU_SECONDS] [-w WALL_SECONDS] [-L SECONDS] [-f N]\n" \
-	      "            [-x CODE] [-p FILE] [-T FILE] [-i] [-v]\n"
+	      "            [-d USEC] [-m MIB] [-x CODE] [-p FILE] [-T FILE] [-i] [-v]\n"
 #define MAX_THREADS 1024
 #define MAX_CHILDREN 256
 
 static struct {
-	long threads, children, code;
+	long threads, children, code, nap_us, mem_mib;
 	double cpu_limit, wall_limit, late_after; /* < 0: not given */
 	const char *pid_file, *tid_file;
 	int ignore_term, verbose;
@@ -109,13 +116,24 @@ static void burn(unsigned n)
 	}
 }
 
+/* -d: sleep between bursts */
+static void nap(void)
+{
+	if (opt.nap_us > 0) {
+		struct timespec ts = { opt.nap_us / 1000000, (opt.nap_us % 1000000) * 1000 };
+		nanosleep(&ts, NULL);
+	}
+}
+
 static void *spinner(void *arg)
 {
 	long slot = (long)arg;
 	tids[slot] = (pid_t)syscall(SYS_gettid);
 	atomic_fetch_add(&started, 1);
-	while (!atomic_load_explicit(&stop_flag, memory_order_relaxed))
+	while (!atomic_load_explicit(&stop_flag, memory_order_relaxed)) {
 		burn(1000);
+		nap();
+	}
 	return NULL;
 }
 
@@ -158,6 +176,15 @@ static void run(int is_parent, int ready_fd, int ready_rd, int nchildren)
 
 	me = getpid();
 	tids[0] = (pid_t)syscall(SYS_gettid);
+	if (opt.mem_mib > 0) {
+		size_t len = (size_t)opt.mem_mib << 20;
+		char *mem = malloc(len);
+		if (!mem) {
+			fprintf(stderr, "spin: cannot allocate %ld MiB\n", opt.mem_mib);
+			exit(1);
+		}
+		memset(mem, 1, len);    /* kept until exit */
+	}
 	atomic_store(&started, 1);
 	for (int i = 1; i < n; i++) {
 		int e = pthread_create(&th[i], NULL, spinner, (void *)(long)i);
@@ -195,6 +222,7 @@ static void run(int is_parent, int ready_fd, int ready_rd, int nchildren)
 
 	for (;;) {
 		burn(20000);
+		nap();
 		double wall = clock_s(CLOCK_MONOTONIC) - t0;
 		if (opt.wall_limit >= 0 && wall >= opt.wall_limit)
 			break;
@@ -228,13 +256,15 @@ int main(int argc, char **argv)
 	char o[3] = "-?";
 
 	opterr = 0;
-	while ((c = getopt(argc, argv, ":t:c:w:L:f:x:p:T:ivh")) != -1) {
+	while ((c = getopt(argc, argv, ":t:c:w:L:f:d:m:x:p:T:ivh")) != -1) {
 		switch (c) {
 		case 't': opt.threads = parse_long('t', optarg, 1, MAX_THREADS); break;
 		case 'c': opt.cpu_limit = parse_seconds('c', optarg); break;
 		case 'w': opt.wall_limit = parse_seconds('w', optarg); break;
 		case 'L': opt.late_after = parse_seconds('L', optarg); break;
 		case 'f': opt.children = parse_long('f', optarg, 0, MAX_CHILDREN); break;
+		case 'm': opt.mem_mib = parse_long('m', optarg, 0, 65536); break;
+		case 'd': opt.nap_us = parse_long('d', optarg, 0, 10000000); break;
 		case 'x': opt.code = parse_long('x', optarg, 0, 255); break;
 		case 'p': opt.pid_file = optarg; break;
 		case 'T': opt.tid_file = optarg; break;
