@@ -122,11 +122,18 @@ frozen_field() { awk '$1 == "frozen" { print $2 }' "$1/cgroup.events"; }
         *) rcg= ;;
         esac
         # the running job as its cgroup lists it (cgroup.procs), not a pid file
-        [ -z "$rcg" ] || { eff=$(cat "$rcg/cpuset.cpus.effective"); th=$(task_cpus "$(head -n 1 "$rcg/cgroup.procs")"); }
+        [ -z "$rcg" ] || { eff=$(cat "$rcg/cpuset.cpus.effective"); pid=$(head -n 1 "$rcg/cgroup.procs"); th=$(task_cpus "$pid"); }
         s2=$(frozen_field "$ga")$(frozen_field "$gb")
         [ "$s1" = "$s2" ] || continue
         case $s1 in
         10|01)
+            # Once in several VM runs (CI of 51dd1ea) the running job's threads read as
+            # nothing (cgroup.procs or /proc/PID/task/*/status empty for a
+            # moment); such a sample is not counted, and says what it read.
+            if [ -z "$th" ]; then
+                echo "sample $n: no threads read for pid '$pid' of $rcg (cgroup.procs now: $(tr '\n' ' ' < "$rcg/cgroup.procs"))" >&2
+                continue
+            fi
             assert_equal "$eff" 0-7 "cpuset.cpus.effective of the running job"
             assert_equal "$th" 0-7 "Cpus_allowed_list of the running job"
             [ "$s1" = 10 ] && seen_a=1 || seen_b=1 ;;

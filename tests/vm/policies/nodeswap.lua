@@ -6,14 +6,16 @@ the test knows, so that the test can see whether their memory follows.
 Plan: every epoch, one step; job k (in snapshot order, from 0) runs on all
 CPUs of NUMA node (k + floor(epoch / period)) mod nodes, with mems = that
 node: every `period` epochs each job moves, cores and memory, to the next
-node.  Needs at least two NUMA nodes with managed CPUs (one node: every job
-stays on it).
+node, `moves` times at most, then it stays where it is (so that a test can
+look at the moved job without racing the next move).  Needs at least two
+NUMA nodes with managed CPUs (one node: every job stays on it).
 
 Parameters:
   period = 4   epochs a job stays on a node (integer >= 1)
+  moves  = 0   moves in all (integer >= 0; 0: no limit)
 ]==]
 
-local period = 4
+local period, moves = 4, 0
 
 return {
   api = 1,
@@ -21,12 +23,17 @@ return {
   description = "test only: every job moves to the next NUMA node (cores and mems) every `period` epochs",
   params = {
     period = { default = 4, help = "epochs a job stays on a node" },
+    moves = { default = 0, help = "moves in all, then stay (0: no limit)" },
   },
 
   init = function(params)
     period = math.tointeger(tonumber(params.period))
     if not period or period < 1 then
       return nil, "period must be an integer >= 1"
+    end
+    moves = math.tointeger(tonumber(params.moves))
+    if not moves or moves < 0 then
+      return nil, "moves must be an integer >= 0"
     end
   end,
 
@@ -49,7 +56,9 @@ return {
       if #nodes == 0 then
         entries[#entries + 1] = { id = job.id, cpus = snap.cpus }
       else
-        local n = nodes[(k - 1 + snap.epoch // period) % #nodes + 1]
+        local step = snap.epoch // period
+        if moves > 0 and step > moves then step = moves end
+        local n = nodes[(k - 1 + step) % #nodes + 1]
         entries[#entries + 1] = { id = job.id, cpus = n.cpus, mems = { n.os_index } }
       end
     end
