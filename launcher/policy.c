@@ -75,6 +75,7 @@ struct cs_policy {
     char *moddir;              /* <datadir>/lua */
     char *description;
     int shares_cpus;           /* runs jobs on the same CPUs at once (linux) */
+    int overlap_warned;        /* said once that it does so undeclared */
     lua_State *L;
 
     /* allocator */
@@ -2417,16 +2418,24 @@ static void convert_plan(lua_State *L, struct cs_policy *p, int res, struct cs_j
             if (hwloc_bitmap_iszero(pj->cpus))
                 verror(L, "step %d: job %d: cpus is empty", s, id);
             lua_pop(L, 1);
-            if (!shared && hwloc_bitmap_intersects(p->used, pj->cpus)) {
+            if ((!shared || (!p->shares_cpus && !p->overlap_warned))
+                && hwloc_bitmap_intersects(p->used, pj->cpus)) {
                 int cpu, other = -1, m;
                 hwloc_bitmap_and(p->tmp, p->used, pj->cpus);
                 cpu = hwloc_bitmap_first(p->tmp);
                 for (m = 0; m < k - 1; m++)
                     if (hwloc_bitmap_isset(st->jobs[m].cpus, (unsigned)cpu))
                         other = st->jobs[m].job;
-                verror(L, "step %d: job %d: cpu %d is also given to job %d "
-                       "(set shared = true in the step to let jobs share cpus)",
-                       s, id, cpu, other);
+                if (!shared)
+                    verror(L, "step %d: job %d: cpu %d is also given to job %d "
+                           "(set shared = true in the step to let jobs share cpus)",
+                           s, id, cpu, other);
+                /* allowed, but the engine gave OpenMP jobs the shim and
+                 * their runtime's spinning on the word of shares_cpus */
+                p->overlap_warned = 1;
+                cs_warn("policy %s: step %d runs jobs %d and %d on cpu %d at once, but the policy "
+                        "does not declare shares_cpus = true: OpenMP jobs given the shim keep "
+                        "spinning there (cosched-policy(7), shares_cpus)", p->name, s, other, id, cpu);
             }
             hwloc_bitmap_or(p->used, p->used, pj->cpus);
 

@@ -252,7 +252,7 @@ job_env() {
     assert_equal "$output" "p=$SHIM w=unset" "script job"
 }
 
-@test "cosched run: passive waiting stays where the shim cannot apply (static binary, opt-outs, bound threads, --omp-shim off, policy linux)" {
+@test "cosched run: passive waiting stays where the shim cannot apply (static binary, opt-outs, bound threads, --omp-shim off, policies sharing cpus)" {
     requires cosched
     [ -x "$PROGS/showenv_static" ] || skip "needs $PROGS/showenv_static (make check builds it; needs libc.a)"
     passive="LD_PRELOAD unset"$'\n'"OMP_WAIT_POLICY=passive"$'\n'"GOMP_SPINCOUNT=0"$'\n'"KMP_BLOCKTIME=0"
@@ -269,9 +269,11 @@ job_env() {
     # OMP_PROC_BIND=false binds nothing: the shim applies
     job_env "${unsets[@]}" OMP_PROC_BIND=false -- -- "$PROGS/showenv" LD_PRELOAD OMP_WAIT_POLICY
     assert_equal "$output" "LD_PRELOAD=$SHIM"$'\n'"OMP_WAIT_POLICY unset" "job with OMP_PROC_BIND=false"
-    # a policy that runs jobs on the same CPUs (linux: shares_cpus = true): passive, no shim
-    job_env "${unsets[@]}" -- --policy linux -- "$PROGS/showenv" "${show[@]}"
-    assert_equal "$output" "$passive" "--policy linux"
+    # policies that run jobs on the same CPUs (shares_cpus = true): passive, no shim
+    for pol in linux lca lbb llcmrb; do
+        job_env "${unsets[@]}" -- --policy $pol -- "$PROGS/showenv" "${show[@]}"
+        assert_equal "$output" "$passive" "--policy $pol"
+    done
     # --omp-env off: the environment is the user's, nothing preloaded
     job_env "${unsets[@]}" -- --omp-env off -- "$PROGS/showenv" "${show[@]}"
     assert_equal "$output" "LD_PRELOAD unset"$'\n'"OMP_WAIT_POLICY unset"$'\n'"GOMP_SPINCOUNT unset"$'\n'"KMP_BLOCKTIME unset" "--omp-env off"

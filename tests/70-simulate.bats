@@ -255,6 +255,31 @@ EOF
     done
 }
 
+# A policy that runs two jobs on the same CPUs at once must say so
+# (shares_cpus = true): the engine then keeps OpenMP jobs off the shim and on
+# passive waiting; a spinning team beside another job's threads waits a whole
+# time slice at each barrier.  lca, lbb and llcmrb ran their pairs like that
+# undeclared (the real mix of BENCHMARKS.md section 8 showed lca 40 % slower
+# with the shim); the policy host warns once per run when it sees it.
+@test "simulate: every bundled policy that puts two jobs on one cpu declares shares_cpus" {
+    local pols
+    pols=$("$COSCHED" policies | awk '{print $1}' | paste -sd, -)
+    [[ $pols == *lca* && $pols == *lbb* && $pols == *llcmrb* ]] || { echo "policies: $pols"; return 1; }
+    simulate --node paper001 --apps table2 --mix jacobi,stream,syrk,3mm,ep,doitgen --policy "$pols" \
+        --window 60 --json -q
+    [ "$status" -eq 0 ] || { echo "$stderr"; return 1; }
+    if [[ $stderr == *shares_cpus* ]]; then echo "$stderr"; return 1; fi
+    # and the warning exists: a policy file that shares undeclared
+    mkdir -p pp
+    sed -e '/shares_cpus = true,/d' -e 's/name = "lca"/name = "lcaundeclared"/' \
+        "$COSCHED_SRCDIR/lua/policies/lca.lua" > pp/lcaundeclared.lua
+    simulate --node paper001 --apps table2 --mix jacobi,ep,syrk,3mm --policy lcaundeclared --policy-path pp \
+        --window 20 -q
+    [ "$status" -eq 0 ] || { echo "$stderr"; return 1; }
+    [ "$(grep -c 'does not declare shares_cpus = true' <<< "$stderr")" -eq 1 ] || { echo "$stderr"; return 1; }
+    assert_contains "$stderr" "policy lcaundeclared: step 1 runs jobs"
+}
+
 @test "simulate: the bound of a two-job case solved by hand (total 1.2, fair 8/7, maxmin 9/16)" {
     requires glpk
     # Two apps that lose nothing folded (scaling 0: as fast on 4 cores as on 8; no fold loss, no

@@ -705,13 +705,14 @@ M.split_levels = { auto = true, llc = true, numa = true, core = true, pu = true 
 
 -- The whole policy table of a statically paired, sort-balanced policy (lbb,
 -- llcmrb and their folded variants differ only in name, sort key and fold):
--- spec = { name =, description =, key = "bw" | "mpki", fold = bool }.
+-- spec = { name =, description =, key = "bw" | "mpki", fold = bool, shares_cpus = bool }.
 function M.balance_policy(spec)
   local src, plan
   return {
     api = 1,
     name = spec.name,
     description = spec.description,
+    shares_cpus = spec.shares_cpus,
     params = {
       split = { default = "auto", help = "where folded halves are cut: auto, llc, numa, core or pu" },
       characterize = { default = "yes", help = "yes: measure classes with cosched.characterize; no: use class hints" },

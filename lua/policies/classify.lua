@@ -32,6 +32,8 @@ return {
   api = 1,
   name = "classify",
   description = "characterize each job (class, IPC, FP; paper 001 Sec. 4.4), then run it on every free cpu",
+  -- ready jobs share the cpus the measured job leaves: OpenMP jobs keep passive waiting, no shim
+  shares_cpus = true,
   params = {
     standalone_quanta = { default = ch.defaults.standalone_quanta, help = "quanta measured alone" },
     folded_quanta = { default = ch.defaults.folded_quanta, help = "quanta measured folded (0: no FP)" },

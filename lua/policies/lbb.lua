@@ -97,6 +97,8 @@ local pairing = require "cosched.pairing"
 return pairing.balance_policy {
   name = "lbb",
   description = "LBB: jobs paired by memory bandwidth (top with bottom), both on all cpus (paper 001 Sec. 2)",
+  -- pairs run unfolded on the same cpus: OpenMP jobs keep passive waiting, no shim
+  shares_cpus = true,
   key = "bw",      -- memory bandwidth
   fold = false,
 }

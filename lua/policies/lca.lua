@@ -90,6 +90,8 @@ return {
   api = 1,
   name = "lca",
   description = "LCA: jobs paired by SCN class (Algorithm 1), both on all cpus, round robin (paper 001 Sec. 4.2)",
+  -- pairs run unfolded on the same cpus: OpenMP jobs keep passive waiting, no shim
+  shares_cpus = true,
   params = {
     characterize = { default = "yes", help = "yes: measure classes with cosched.characterize; no: use class hints" },
     standalone_quanta = { default = 2, help = "characterization: quanta measured alone" },

@@ -96,6 +96,8 @@ local pairing = require "cosched.pairing"
 return pairing.balance_policy {
   name = "llcmrb",
   description = "LLC-MRB: jobs paired by LLC miss rate (top with bottom), both on all cpus (paper 001 Sec. 2)",
+  -- pairs run unfolded on the same cpus: OpenMP jobs keep passive waiting, no shim
+  shares_cpus = true,
   key = "mpki",      -- LLC misses per 1000 instructions
   fold = false,
 }
