@@ -334,6 +334,21 @@ PYEOF
     run "$EVAL" --quick --cosched /nonexistent/cosched --out "$BATS_TEST_TMPDIR/x"
     [ "$status" -eq 2 ]
     assert_contains "$output" "no cosched binary"
+    # the committed files only with --replace, whichever way they are named
+    sum=$(cat "$COSCHED_SRCDIR/EVALUATION.md" "$COSCHED_SRCDIR"/docs/eval/*.csv | md5sum)
+    run "$EVAL" --quick --out "$COSCHED_SRCDIR/docs/eval"
+    [ "$status" -eq 2 ]
+    assert_contains "$output" "is the committed docs/eval of this tree: add --replace to write over it"
+    run "$EVAL" --from "$COSCHED_SRCDIR/docs/eval"
+    [ "$status" -eq 2 ]
+    assert_contains "$output" "add --replace"
+    run "$EVAL" --quick --out "$BATS_TEST_TMPDIR/y" --report "$COSCHED_SRCDIR/EVALUATION.md"
+    [ "$status" -eq 2 ]
+    assert_contains "$output" "--report $COSCHED_SRCDIR/EVALUATION.md is the committed EVALUATION.md"
+    run "$EVAL" --progress sometimes
+    [ "$status" -eq 2 ]
+    assert_contains "$output" "invalid choice: 'sometimes'"
+    assert_equal "$(cat "$COSCHED_SRCDIR/EVALUATION.md" "$COSCHED_SRCDIR"/docs/eval/*.csv | md5sum)" "$sum" "committed files"
 }
 
 @test "evaluate --quick: end to end against the real cosched simulate" {
@@ -341,9 +356,19 @@ PYEOF
     requires glpk
     "$COSCHED" simulate --help >/dev/null 2>&1 ||
         skip "cosched has no simulate command yet (issue 6 point 1 not merged)"
-    out=$BATS_TEST_TMPDIR/quick
-    run "$EVAL" --quick --cosched "$COSCHED" --out "$out"
-    echo "$output"
+    # no --out: a new folder eval-YYYYMMDD-HHMMSS here, never the committed files; --progress on: the
+    # progress line (drawn with \r, erased before the last line)
+    sum=$(cat "$COSCHED_SRCDIR/EVALUATION.md" "$COSCHED_SRCDIR"/docs/eval/*.csv | md5sum)
+    mkdir "$BATS_TEST_TMPDIR/cwd" && cd "$BATS_TEST_TMPDIR/cwd"
+    run "$EVAL" --quick --cosched "$COSCHED" --progress on
+    echo "$output" | tr '\r' '\n'
+    out=$(echo "$BATS_TEST_TMPDIR"/cwd/eval-2*)
+    [ -d "$out" ] || { echo "no new folder eval-YYYYMMDD-HHMMSS in $BATS_TEST_TMPDIR/cwd: $(ls)"; return 1; }
+    assert_contains "$output" "evaluate: writing into $out (the committed EVALUATION.md and docs/eval only with --replace)"
+    assert_contains "$output" $'\r\033[Kevaluate: workloads 1/'
+    assert_contains "$output" "elapsed, about"
+    assert_contains "$(echo "$output" | tail -n 1)" $'\r\033[Kevaluate: '
+    assert_equal "$(cat "$COSCHED_SRCDIR/EVALUATION.md" "$COSCHED_SRCDIR"/docs/eval/*.csv | md5sum)" "$sum" "committed files"
     [ -f "$out/EVALUATION.md" ] && sed -n '/## Checks/,$p' "$out/EVALUATION.md"
     [ "$status" -eq 0 ]
     md=$(cat "$out/EVALUATION.md")
