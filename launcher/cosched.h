@@ -40,6 +40,7 @@
 /* ------------------------------------------------------------------ log */
 enum cs_loglevel { CS_LOG_ERROR, CS_LOG_WARN, CS_LOG_INFO, CS_LOG_DEBUG };
 extern int cs_verbosity;             /* messages up to this level are printed */
+extern void (*cs_log_before)(void);  /* called before a message is written (progress line) */
 void cs_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 #define cs_err(...)   cs_log(CS_LOG_ERROR, __VA_ARGS__)
 #define cs_warn(...)  cs_log(CS_LOG_WARN, __VA_ARGS__)
@@ -123,6 +124,9 @@ void cs_topo_free(struct cs_topo *t);
 void cs_topo_print(const struct cs_topo *t, hwloc_const_bitmap_t managed, FILE *f, int json);
 /* Index of the core holding PU os index pu, -1 if none. */
 int cs_topo_core_of_pu(const struct cs_topo *t, int pu);
+/* A cpu list ("0-3,8") or TYPE:INDEXES terms joined by '+' ("numa:1",
+ * "core:0-3+llc:1") into out; -1 with the reason in why. */
+int cs_topo_cpus_parse(const struct cs_topo *t, const char *spec, hwloc_bitmap_t out, char *why, size_t len);
 
 /* ------------------------------------------------------------------ jobs */
 enum cs_job_state {

@@ -38,6 +38,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -54,8 +55,12 @@ struct outbuf { int fd; FILE *to; struct cs_job *job; size_t len; char buf[4096]
 static struct outbuf *outs;
 static int nouts;
 
+static void progress_clear(void);
+
 static void out_flush_line(struct outbuf *o, size_t n)
 {
+    if (o->to == stdout || o->to == stderr)
+        progress_clear();
     fprintf(o->to, "[%s] %.*s\n", o->job->name, (int)n, o->buf);
     fflush(o->to);
     memmove(o->buf, o->buf + n, o->len - n);
@@ -67,6 +72,7 @@ static int out_read(struct outbuf *o)
 {
     ssize_t r = read(o->fd, o->buf + o->len, sizeof o->buf - o->len);
     char *nl;
+
 
     if (r <= 0) {
         if (r < 0 && (errno == EAGAIN || errno == EINTR))
@@ -80,6 +86,8 @@ static int out_read(struct outbuf *o)
     o->len += r;
     while ((nl = memchr(o->buf, '\n', o->len)) != NULL) {
         size_t n = nl - o->buf;
+        if (o->to == stdout || o->to == stderr)
+            progress_clear();
         fprintf(o->to, "[%s] %.*s\n", o->job->name, (int)n, o->buf);
         memmove(o->buf, nl + 1, o->len - n - 1);
         o->len -= n + 1;
@@ -715,21 +723,70 @@ static void step_end(struct cs_engine *e, struct stepstate *ss, const int *was_l
     e->step_seq++;
 }
 
+/*
+ * The progress line (--progress): one line on stderr, redrawn in place at
+ * every step.  It never shares a line with anything else: it is erased
+ * before job output passes through (out_read) and before any message
+ * (cs_log_before), and drawn again once the output is out (wait_step); it
+ * is cut to the terminal's width, since a wrapped line cannot be erased with
+ * one \r.  The end of the run erases it, so the summary starts on a clean
+ * line.  With --output inherit the jobs write to the terminal themselves,
+ * so run.c leaves it off unless asked (cosched(1), --progress).
+ */
+static char progress_text[1024];
+static int progress_shown;
+
+static void progress_clear(void)
+{
+    if (!progress_shown)
+        return;
+    fputs("\r\033[K", stderr);
+    fflush(stderr);
+    progress_shown = 0;
+}
+
+static void progress_draw(void)
+{
+    if (progress_shown || !progress_text[0])
+        return;
+    fprintf(stderr, "\r\033[K%s", progress_text);
+    fflush(stderr);
+    progress_shown = 1;
+}
+
 static void progress_line(struct cs_engine *e, const int *run)
 {
-    int done = 0;
-    fprintf(stderr, "\r\033[Kcosched: %.1fs epoch %llu running:", cs_now() - e->t0, (unsigned long long)e->epoch);
+    size_t n = 0, cap = sizeof progress_text;
+    int runs = 0, ended = 0, width = 0;
+    struct winsize ws;
+    double now = cs_now();
+
+#define PUT(...) do { int w_ = snprintf(progress_text + n, cap - n, __VA_ARGS__); \
+                      if (w_ > 0) n = (size_t)w_ < cap - n ? n + (size_t)w_ : cap - 1; } while (0)
+    PUT("cosched: %.1fs epoch %llu |", now - e->t0, (unsigned long long)e->epoch);
     for (int i = 0; i < e->njobs; i++) {
         struct cs_job *j = e->jobs[i];
         if (j->state == CS_JOB_LIVE && run[i]) {
             char *c = cs_bitmap_list(j->cpus);
-            fprintf(stderr, " %s[%s]", j->name, c);
+            PUT(" %s[%s]", j->name, c ? c : "?");
             free(c);
         }
-        done += j->runs_done;
+        runs += j->runs_done;
+        ended += j->state == CS_JOB_ENDED;
     }
-    fprintf(stderr, " | completed %d", done);
-    fflush(stderr);
+    if (e->window > 0)
+        PUT(" | %d run%s completed, %.0fs of the %gs window left", runs, runs == 1 ? "" : "s",
+            fmax(0.0, e->t0 + e->window - now), e->window);
+    else
+        PUT(" | %d of %d job%s completed", ended, e->njobs, e->njobs == 1 ? "" : "s");
+#undef PUT
+    if (ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0)
+        width = ws.ws_col;
+    if (width > 1 && n >= (size_t)width)
+        progress_text[width - 1] = '\0';      /* bytes, not characters: at worst shorter */
+    cs_log_before = progress_clear;
+    progress_shown = 0;
+    progress_draw();
 }
 
 /* ------------------------------------------------------------ the loop */
@@ -994,6 +1051,8 @@ static int wait_step(struct cs_engine *e, struct runstate *rs, double until)
         for (int i = 0; i < nouts; i++)
             if (outs[i].fd >= 0 && (pf[1 + i].revents & (POLLIN | POLLHUP | POLLERR)))
                 out_read(&outs[i]);
+        if (e->progress)
+            progress_draw();
         if ((pf[0].revents & POLLIN) && on_signal(e, rs))
             return 1;
         if (nserve > 0 && cs_serve_ready(e, pf + 1 + nouts, nserve))
@@ -1220,8 +1279,11 @@ started:
             istep = plan.nsteps;   /* replan at once */
         }
     }
-    if (e->progress)
-        fprintf(stderr, "\n");
+    if (e->progress) {
+        progress_clear();
+        progress_text[0] = '\0';
+        cs_log_before = NULL;
+    }
     status = e->serve ? 0 : exit_status(e, &rs);
     if (e->serve)
         nprepared = e->njobs;   /* every job it holds was adopted */

@@ -10,6 +10,7 @@
 #include "cosched.h"
 
 int cs_verbosity = CS_LOG_INFO;
+void (*cs_log_before)(void);            /* the engine's progress line: erased first */
 
 void cs_log(int level, const char *fmt, ...)
 {
@@ -22,6 +23,8 @@ void cs_log(int level, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
+    if (cs_log_before)
+        cs_log_before();
     /* one write per message: lines from the engine and the guardian do not interleave */
     fprintf(stderr, "cosched: %s%s\n", tag[level], buf);
     fflush(stderr);

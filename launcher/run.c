@@ -51,7 +51,7 @@ static const struct opt run_opts[] = {
     { "jobs", 1, O_JOBS, "FILE", "read jobs from FILE, one per line (see JOB FILES in cosched(1))" },
     { "trace", 1, O_TRACE, "FILE", "write one JSON object per step and per job event to FILE" },
     { "window", 1, O_WINDOW, "SECONDS", "restart every job that ends until SECONDS have passed; count completions" },
-    { "cpus", 1, O_CPUS, "LIST", "manage only these cpus (default: the cpus cosched may run on)" },
+    { "cpus", 1, O_CPUS, "LIST", "manage only these cpus: 0-3,8 or numa:1, core:0-3, llc:0+core:8 (default: the cpus cosched may run on)" },
     { "control", 1, O_CONTROL, "MECH", "auto, cgroup2, cgroup1 or signals (default auto)" },
     { "topology", 1, O_TOPOLOGY, "SPEC", "synthetic:DESC or an hwloc XML file instead of this machine" },
     { "threads", 1, O_THREADS, "N", "threads per job without threads= (default: managed core count)" },
@@ -277,8 +277,9 @@ static hwloc_bitmap_t managed_cpus(struct cs_topo *t, const char *list, int synt
         hwloc_bitmap_copy(allowed, t->all_pus);
     hwloc_bitmap_and(allowed, allowed, t->all_pus);
     if (list) {
-        if (hwloc_bitmap_list_sscanf(m, list) < 0 || hwloc_bitmap_iszero(m) || hwloc_bitmap_weight(m) < 0) {
-            cs_err("--cpus '%s': expected a cpu list such as 0-3,8", list);
+        char why[256];
+        if (cs_topo_cpus_parse(t, list, m, why, sizeof why) < 0) {
+            cs_err("--cpus '%s': %s", list, why);
             goto fail;
         }
         if (!hwloc_bitmap_isincluded(m, allowed)) {
@@ -427,7 +428,7 @@ static int run_or_classify(int argc, char **argv, struct classify *cl)
                *storedir = NULL, *cmd = cl ? "classify" : "run";
     char **popts = NULL, **ppath = NULL, **search = NULL, **prpath = NULL, **exes = NULL;
     struct cs_profile *profile = NULL;
-    int npopts = 0, nppath = 0, nsearch = 0, nprpath = 0, recording = 0, threads = 0, progress = isatty(2), c, status = 2;
+    int npopts = 0, nppath = 0, nsearch = 0, nprpath = 0, recording = 0, threads = 0, progress = 2, c, status = 2;
     int reprofile = 0, saved_stdout = -1, omp_shim = 1;
     double store_ttl = 30 * 86400.0;
     long v;
@@ -517,7 +518,7 @@ static int run_or_classify(int argc, char **argv, struct classify *cl)
                 BAD("--kill-timeout '%s': expected a duration from 0 to 1 hour", optarg);
             break;
         case O_PROGRESS:
-            if (parse_onoff("progress", optarg, isatty(2), &progress) < 0)
+            if (parse_onoff("progress", optarg, 2, &progress) < 0)     /* 2: auto */
                 goto bad;
             break;
         case 'v':
@@ -560,6 +561,10 @@ static int run_or_classify(int argc, char **argv, struct classify *cl)
             BAD("unknown option '%s' (%ssee cosched %s --help)", argv[optind - 1], cs_option_hint(argv[optind - 1], lo, hint, sizeof hint), cmd);
         }
     }
+    /* auto: on a terminal, unless the jobs write to it themselves (--output
+     * inherit), where nothing could keep the line off their output */
+    if (progress == 2)
+        progress = isatty(2) && e.output != CS_OUT_INHERIT;
     e.progress = cl ? 0 : progress;
     if (cl) {
         if (optind < argc && strcmp(argv[optind], "--") == 0)

@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include "cosched.h"
 
 static int find_llc_depth(hwloc_topology_t h)
@@ -155,6 +156,92 @@ int cs_topo_core_of_pu(const struct cs_topo *t, int pu)
         if (hwloc_bitmap_isset(t->cores[i].pus, pu))
             return i;
     return -1;
+}
+
+/*
+ * CPU sets named by the topology, as hwloc-calc and likwid's domains name
+ * them: SPEC is either a cpu list of OS indexes ("0-3,8") or one or more
+ * TYPE:LIST terms joined by '+' ("numa:1", "core:0-3", "package:0+core:12"),
+ * each the union of the cpus of those objects.  TYPE is any object type
+ * hwloc's own hwloc_type_sscanf_as_depth() reads (pu, core, l3, l2cache,
+ * numa, package, die, ...), or "llc", the last-level cache as the policies
+ * see it; LIST holds logical indexes, as lstopo shows them (L#), or "all".
+ * '+' joins terms because ',' already separates the indexes of one list.
+ */
+int cs_topo_cpus_parse(const struct cs_topo *t, const char *spec, hwloc_bitmap_t out,
+                       char *why, size_t len)
+{
+    char *copy, *term, *save = NULL;
+    hwloc_bitmap_t idx = NULL;
+    int ret = -1;
+
+    hwloc_bitmap_zero(out);
+    if (!strchr(spec, ':')) {
+        if (hwloc_bitmap_list_sscanf(out, spec) < 0 || hwloc_bitmap_iszero(out) || hwloc_bitmap_weight(out) < 0) {
+            snprintf(why, len, "expected a cpu list such as 0-3,8, or TYPE:INDEXES such as numa:1 or core:0-3");
+            return -1;
+        }
+        return 0;
+    }
+    if (!(copy = strdup(spec)) || !(idx = hwloc_bitmap_alloc())) {
+        snprintf(why, len, "out of memory");
+        goto out;
+    }
+    for (term = strtok_r(copy, "+", &save); term; term = strtok_r(NULL, "+", &save)) {
+        char *colon = strchr(term, ':'), *list, at[96] = "";
+        hwloc_obj_type_t type;
+        int depth, n, i;
+
+        if (!colon) {
+            snprintf(why, len, "'%s': expected TYPE:INDEXES (terms are joined by '+')", term);
+            goto out;
+        }
+        if (strchr(spec, '+'))              /* name the term when there are several */
+            snprintf(at, sizeof at, "'%.80s': ", term);
+        *colon = '\0';
+        list = colon + 1;
+        if (strcasecmp(term, "llc") == 0) {
+            depth = find_llc_depth(t->h);
+        } else if (hwloc_type_sscanf_as_depth(term, &type, t->h, &depth) < 0) {
+            snprintf(why, len, "%sunknown object type '%s' (expected pu, core, llc, l3, numa, package, ... "
+                     "as hwloc names them)", at, term);
+            goto out;
+        }
+        n = depth == HWLOC_TYPE_DEPTH_UNKNOWN || depth == HWLOC_TYPE_DEPTH_MULTIPLE
+                ? 0 : hwloc_get_nbobjs_by_depth(t->h, depth);
+        if (n <= 0) {
+            snprintf(why, len, "%s%s has no '%s' objects", at, t->source, term);
+            goto out;
+        }
+        if (strcmp(list, "all") == 0)
+            hwloc_bitmap_set_range(idx, 0, n - 1);
+        else if (!*list || hwloc_bitmap_list_sscanf(idx, list) < 0 || hwloc_bitmap_iszero(idx)
+                 || hwloc_bitmap_weight(idx) < 0) {
+            snprintf(why, len, "%sexpected logical indexes such as 0-3 or all after '%s:'", at, term);
+            goto out;
+        }
+        if (hwloc_bitmap_last(idx) >= n) {
+            if (n > 1)
+                snprintf(why, len, "%s%s has %d of them (%s:0-%d)", at, t->source, n, term, n - 1);
+            else
+                snprintf(why, len, "%s%s has one (%s:0)", at, t->source, term);
+            goto out;
+        }
+        hwloc_bitmap_foreach_begin(i, idx) {
+            hwloc_obj_t o = hwloc_get_obj_by_depth(t->h, depth, (unsigned)i);
+            if (o && o->cpuset)
+                hwloc_bitmap_or(out, out, o->cpuset);
+        } hwloc_bitmap_foreach_end();
+    }
+    if (hwloc_bitmap_iszero(out)) {
+        snprintf(why, len, "names no cpu");
+        goto out;
+    }
+    ret = 0;
+out:
+    hwloc_bitmap_free(idx);
+    free(copy);
+    return ret;
 }
 
 static void print_size(FILE *f, uint64_t b)

@@ -147,6 +147,41 @@ refuse() {
     refuse "cannot read 'nope.xml' as an hwloc XML topology" run --topology nope.xml -- touch started
 }
 
+# --cpus as hwloc-calc and likwid name cpu sets: TYPE:LOGICAL-INDEXES terms
+# joined by '+' (launcher/topo.c cs_topo_cpus_parse); read back from what
+# `cosched topology` says it manages.
+@test "--cpus by topology: numa:1, core:0-1, llc:1+core:0, package:1, pu:all; bad ones name the term" {
+    local topo="synthetic:pack:2 numa:1 l3:1 core:4 pu:2"
+    managed() {
+        run "$COSCHED" topology --topology "$topo" --cpus "$1"
+        [ "$status" -eq 0 ] || { echo "$output"; return 1; }
+        assert_equal "$(echo "$output" | awk '/^managed cpus:/ { print $3 }')" "$2" "--cpus $1"
+    }
+    managed numa:1 8-15
+    managed NUMANode:0 0-7
+    managed core:0-1 0-3
+    managed llc:1+core:0 0-1,8-15
+    managed package:1 8-15
+    managed pu:all 0-15
+    managed l3:0+pu:15 0-7,15
+    managed 2-5 2-5
+    refuse "--cpus 'numa:2': synthetic:pack:2 numa:1 l3:1 core:4 pu:2 has 2 of them (numa:0-1)" \
+        topology --topology "$topo" --cpus numa:2
+    refuse "--cpus 'bogus:0': unknown object type 'bogus'" topology --topology "$topo" --cpus bogus:0
+    refuse "--cpus 'core:': expected logical indexes such as 0-3 or all after 'core:'" \
+        topology --topology "$topo" --cpus core:
+    refuse "--cpus 'numa:1+8': '8': expected TYPE:INDEXES (terms are joined by '+')" \
+        topology --topology "$topo" --cpus numa:1+8
+    refuse "--cpus 'core:0+numa:9': 'numa:9': synthetic:pack:2 numa:1 l3:1 core:4 pu:2 has 2 of them (numa:0-1)" \
+        topology --topology "$topo" --cpus core:0+numa:9
+    # and cosched run: the jobs get the named cpus (this machine: every cpu is core:0-(n-1))
+    n=$(nproc)
+    run "$COSCHED" run --policy gang --cpus core:0 -- sh -c 'grep Cpus_allowed_list /proc/self/status'
+    [ "$status" -eq 0 ]
+    first=$("$COSCHED" topology | awk '/^core 0:/ { print $4 }' | tr -d ,)
+    assert_contains "$output" "Cpus_allowed_list:	$first"
+}
+
 @test "topology: text and JSON from hwloc" {
     run "$COSCHED" topology
     [ "$status" -eq 0 ]

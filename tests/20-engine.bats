@@ -103,7 +103,7 @@ teardown() {
 @test "threads created late and child processes stay confined" {
     requires multicore
     "$COSCHED" run --policy tft --quantum 100ms \
-        -- "$PROGS/spin" -t 1 -L 0.5 -T a.tids -p a.pid -w 3 ::: "$PROGS/spin" -f 2 -p b.pid -w 3 &
+        -- "$PROGS/spin" -t 1 -L 0.5 -T a.tids -p a.pid -w 20 ::: "$PROGS/spin" -f 2 -p b.pid -w 20 &
     cs=$!
     wait_for 10 test -s a.pid
     wait_for 10 test -s b.pid
@@ -192,11 +192,55 @@ assert any(s["end"] - s["start"] < s["planned"] * 0.5 for s in steps), steps
 PY
 }
 
-@test "progress line on a terminal, none when stderr is not one" {
+# What a terminal shows is what remains of each line after the last erase
+# (\r ESC[K): job output and messages must begin such a remainder, never
+# follow the progress text on its line (issue 16 item 2: "completed
+# 0[compute] compute: 140 iterations").
+@test "progress line on a terminal: never on a line with job output or messages; none when stderr is not one, nor with --output inherit" {
     command -v script >/dev/null || skip "script(1) not installed (bsdutils)"
-    script -qec "'$COSCHED' run --policy gang --quantum 50ms -- '$PROGS/spin' -c 0.1 ::: '$PROGS/spin' -c 0.1" /dev/null > tty.out
-    grep -q "epoch" tty.out
-    grep -q "completed" tty.out
+    requires python3
+    script -qec "'$COSCHED' run --policy gang --quantum 50ms -- sh -c 'for i in 1 2 3 4 5 6; do echo out\$i; sleep 0.04; done' ::: '$PROGS/spin' -c 0.1" /dev/null > tty.out
+    script -qec "'$COSCHED' run --policy gang --quantum 50ms --window 0.5 -- sh -c 'for i in 1 2 3; do echo win\$i; sleep 0.04; done' ::: '$PROGS/spin' -c 0.05" /dev/null > win.out
+    run python3 - tty.out win.out <<'PY'
+import sys
+def shown(path):
+    # the lines a terminal shows: \r goes to column 0, ESC[K erases to the end of the line
+    raw = open(path, encoding="utf-8", errors="replace").read()
+    lines, cur, col, i = [], [], 0, 0
+    while i < len(raw):
+        if raw.startswith("\x1b[K", i):
+            del cur[col:]
+            i += 3
+            continue
+        c = raw[i]
+        i += 1
+        if c == "\r":
+            col = 0
+        elif c == "\n":
+            lines.append("".join(cur))
+            cur, col = [], 0
+        else:
+            cur[col:col + 1] = [c]
+            col += 1
+    return raw, lines + ["".join(cur)]
+def check(lines, whats):
+    for l in lines:
+        for what in whats:
+            if what in l:
+                assert l.startswith(what), "shares a line with the progress text: %r" % l
+raw, lines = shown(sys.argv[1])
+assert "epoch" in raw and "of 2 jobs completed" in raw, raw
+assert len([l for l in lines if l.startswith("[sh] out")]) == 6, lines
+check(lines, ("[sh] out", "cosched: summary", "cosched: job"))
+raw, lines = shown(sys.argv[2])
+assert "runs completed" in raw and "of the 0.5s window left" in raw, raw
+check(lines, ("[sh] win", "cosched: window of"))
+assert any(l.startswith("cosched: window of") for l in lines), lines
+PY
+    echo "$output"
+    [ "$status" -eq 0 ]
+    script -qec "'$COSCHED' run --policy gang --quantum 50ms --output inherit -- '$PROGS/spin' -c 0.1" /dev/null > inherit.out
+    if grep -q "epoch" inherit.out; then cat -v inherit.out; false; fi
     run "$COSCHED" run --policy gang --quantum 50ms -- "$PROGS/spin" -c 0.1
     [ "$status" -eq 0 ]
     if echo "$output" | grep -q "completed"; then false; fi
