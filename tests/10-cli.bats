@@ -92,6 +92,23 @@ refuse() {
     refuse "--quantum '5ms'" run --quantum 5ms -- touch started
 }
 
+@test "units and ranges: every duration option takes units or plain seconds; job-file priority -1000..1000" {
+    refuse "--window '1 s': expected a duration" run --window '1 s' -- touch started
+    refuse "--kill-timeout '1sec': expected a duration" run --kill-timeout 1sec -- touch started
+    refuse "--quantum '-1s'" run --quantum -1s -- touch started
+    printf 'priority=1001 -- touch started\n' > p.jobs
+    refuse "p.jobs:1: priority= must be an integer from -1000 to 1000" run --jobs p.jobs
+    # the range of --cosched=POLICY:priority= (cosched-spank(8)); the old -100..100 reads as before
+    printf 'priority=-1000 -- true\npriority=1000 -- true\npriority=100 -- true\n' > ok.jobs
+    run "$COSCHED" run --policy gang --quantum 0.05 --kill-timeout 500ms --jobs ok.jobs
+    echo "$output"
+    [ "$status" -eq 0 ]
+    run "$COSCHED" run --policy gang --quantum 50ms --window 0.5s -- true
+    echo "$output"
+    [ "$status" -eq 0 ]
+    assert_contains "$output" "window"
+}
+
 @test "a command that does not exist or is not executable" {
     refuse "command 'no-such-command-xyz' was not found in PATH" run -- no-such-command-xyz
     printf '#!/bin/sh\ntouch started\n' > notexec
