@@ -64,6 +64,9 @@
 #ifndef COSCHED_SYSCONFDIR
 #define COSCHED_SYSCONFDIR "/etc/cosched"
 #endif
+#ifndef COSCHED_DOCDIR   /* builds without the Makefile's flags (tests/fuzz) */
+#define COSCHED_DOCDIR "/usr/local/share/doc/cosched"
+#endif
 
 #define CS_CLSIZE 64.0
 
