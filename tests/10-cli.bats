@@ -189,3 +189,23 @@ assert t["packages"] == 2
         echo "$output" | grep -E "^$p[[:space:]]"
     done
 }
+
+@test "units: the systemd unit's defaults and the site-defaults sample are durations the command line takes" {
+    local unit=$COSCHED_SRCDIR/share/cosched-engine.service.in def=$COSCHED_SRCDIR/share/cosched-engine.default q
+    q=$(sed -n 's/^Environment=.*COSCHED_QUANTUM=\([^ ]*\).*/\1/p' "$unit")
+    [ -n "$q" ] || { echo "no COSCHED_QUANTUM default in $unit"; false; }
+    grep -q -- '--quantum ${COSCHED_QUANTUM}' "$unit"
+    run "$COSCHED" run --policy gang --quantum "$q" -- true
+    [ "$status" -eq 0 ] || { echo "unit default --quantum $q: $output"; false; }
+    q=$(sed -n 's/^#COSCHED_QUANTUM=//p' "$def")
+    run "$COSCHED" run --policy gang --quantum "$q" -- true
+    [ "$status" -eq 0 ] || { echo "sample COSCHED_QUANTUM=$q: $output"; false; }
+    # the sample's COSCHED_OPTS duration (serve's option): a bad one is refused by name, this one is not
+    g=$(sed -n 's/^#COSCHED_OPTS=--kill-grace //p' "$def")
+    [ -n "$g" ]
+    run "$COSCHED" serve --kill-grace 1sec --socket "$BATS_TEST_TMPDIR/no/such/dir/s"
+    assert_contains "$output" "--kill-grace"
+    run "$COSCHED" serve --kill-grace "$g" --socket "$BATS_TEST_TMPDIR/no/such/dir/s"
+    [[ $output != *--kill-grace* ]] || { echo "sample --kill-grace $g refused: $output"; false; }
+    assert_contains "$output" "--socket"   # refused for the socket, after the duration was taken
+}
