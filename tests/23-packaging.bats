@@ -112,6 +112,25 @@ complete_words() {
     assert_equal "$(echo "$output" | grep -v '^warning' | sort | tr '\n' ' ')" "cosched cosched-slurm " "rpmspec -q"
 }
 
+@test "RPMs: rpmbuild -tb of the release tarball builds cosched and cosched-slurm (--nodeps: Debian has no RPM database)" {
+    [ "${COSCHED_TEST_DEB:-1}" != 0 ] || skip "COSCHED_TEST_DEB=0"
+    command -v rpmbuild >/dev/null || skip "needs rpmbuild (Debian package rpm)"
+    [ -f "$COSCHED_BUILDDIR/Makefile" ] || skip "needs a configured build tree"
+    make -s -C "$COSCHED_BUILDDIR" distdir distdir="$PWD/cosched-0.1.0" >dist.log 2>&1 || { cat dist.log; false; }
+    tar -czf cosched-0.1.0.tar.gz cosched-0.1.0
+    rpmbuild -tb --nodeps --define "_topdir $PWD/rpm" cosched-0.1.0.tar.gz >rpm.log 2>&1 || { tail -30 rpm.log; false; }
+    r=$(echo rpm/RPMS/*/cosched-0.1.0-1.*.rpm) s=$(echo rpm/RPMS/*/cosched-slurm-0.1.0-1.*.rpm)
+    [ -f "$r" ] && [ -f "$s" ] || { find rpm/RPMS; false; }
+    rpm -qpl "$s" 2>/dev/null | grep -q '/slurm/cosched\.so$'
+    rpm -qpl "$r" 2>/dev/null > files
+    for f in /usr/bin/cosched /usr/share/bash-completion/completions/cosched /usr/share/doc/cosched/profiles/README.md \
+        /usr/share/modulefiles/cosched/0.1.0.lua /etc/sysconfig/cosched-engine /usr/lib/systemd/system/cosched-engine.service; do
+        grep -qx "$f" files || { echo "not in the cosched RPM: $f"; cat files; false; }
+    done
+    ! grep -q 'cosched\.so$' files
+    assert_equal "$(rpm -qp --requires "$s" 2>/dev/null | grep -c '^slurm')" 1 "cosched-slurm requires slurm once"
+}
+
 @test "Debian packages: dpkg-buildpackage -b -us -uc builds cosched and cosched-slurm; lintian" {
     [ "${COSCHED_TEST_DEB:-1}" != 0 ] || skip "COSCHED_TEST_DEB=0"
     command -v dpkg-buildpackage >/dev/null && command -v dh >/dev/null ||
