@@ -164,15 +164,17 @@ static const char *str_field(const struct jv *o, const char *key)
     return v && v->t == J_STR ? v->str : NULL;
 }
 
+/* A cpu list of cpus 0..CS_REPORT_MAXCPU (one row each in the picture). */
+#define CS_REPORT_MAXCPU 65535
 static int cpu_list(const char *s, hwloc_bitmap_t b)
 {
-    if (strspn(s, "0123456789,-") != strlen(s))
+    if (strspn(s, "0123456789,-") != strlen(s) || strlen(s) > 65536)
         return -1;
     if (*s == '\0') {
         hwloc_bitmap_zero(b);
         return 0;
     }
-    return hwloc_bitmap_list_sscanf(b, s) < 0 ? -1 : 0;
+    return hwloc_bitmap_list_sscanf(b, s) < 0 || hwloc_bitmap_last(b) > CS_REPORT_MAXCPU ? -1 : 0;
 }
 
 static int read_run(struct model *m, long line, const struct jv *o)
@@ -188,7 +190,7 @@ static int read_run(struct model *m, long line, const struct jv *o)
         hwloc_bitmap_t b = hwloc_bitmap_alloc();
         if (cpu_list(c, b) < 0) {
             hwloc_bitmap_free(b);
-            return rerr(m, line, "run: expected \"cpus\" to be a cpu list like \"0-3,8\" (it is \"%s\")", c);
+            return rerr(m, line, "run: expected \"cpus\" to be a cpu list like \"0-3,8\" (cpus 0 to 65535; it is \"%.64s\")", c);
         }
         hwloc_bitmap_or(m->cpus, m->cpus, b);
         hwloc_bitmap_free(b);
@@ -263,7 +265,7 @@ static int read_step(struct model *m, long line, const struct jv *o)
         e->cpus = hwloc_bitmap_alloc();
         s.n++;
         if (!cpus || cpu_list(cpus, e->cpus) < 0) {
-            rerr(m, line, "%s: expected \"cpus\" to be a cpu list like \"0-3,8\"", what);
+            rerr(m, line, "%s: expected \"cpus\" to be a cpu list like \"0-3,8\" (cpus 0 to 65535)", what);
             goto bad;
         }
         struct rjob *j = job_of(m, id, str_field(x, "name"));

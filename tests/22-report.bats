@@ -157,6 +157,10 @@ assert s["jobs"][0]["name"] == "a<&>\"b", s["jobs"][0]
     run "$COSCHED" report nocpus.jsonl
     [ "$status" -eq 2 ]
     assert_contains "$output" 'report: nocpus.jsonl:1: step 0: jobs[0]: expected "cpus" to be a cpu list like "0-3,8"'
+    printf '{"type":"step","seq":0,"epoch":1,"start":0,"end":0.1,"jobs":[{"id":1,"state":"run","cpus":"0-100000000"}]}\n' > huge.jsonl
+    run "$COSCHED" report huge.jsonl
+    [ "$status" -eq 2 ]
+    assert_contains "$output" '(cpus 0 to 65535)'
     printf '{"type":"job","event":"start","time":0,"id":1,"name":"a"}\n' > nosteps.jsonl
     run "$COSCHED" report nosteps.jsonl
     [ "$status" -eq 2 ]
