@@ -165,16 +165,42 @@ static const char *str_field(const struct jv *o, const char *key)
 }
 
 /* A cpu list of cpus 0..CS_REPORT_MAXCPU (one row each in the picture). */
-#define CS_REPORT_MAXCPU 65535
+#define CS_REPORT_MAXCPU 4095
+/* Strictly N or N-M (N <= M) items separated by commas, or nothing: hwloc's
+ * own list reader takes "-5" and "5-" as open ranges (infinite sets). */
+static long cpu_num(const char **p)
+{
+    long v = 0;
+    if (**p < '0' || **p > '9')
+        return -1;
+    while (**p >= '0' && **p <= '9') {
+        v = v * 10 + (**p - '0');
+        if (v > CS_REPORT_MAXCPU)
+            return -1;
+        (*p)++;
+    }
+    return v;
+}
+
 static int cpu_list(const char *s, hwloc_bitmap_t b)
 {
-    if (strspn(s, "0123456789,-") != strlen(s) || strlen(s) > 65536)
-        return -1;
-    if (*s == '\0') {
-        hwloc_bitmap_zero(b);
-        return 0;
+    hwloc_bitmap_zero(b);
+    while (*s) {
+        long lo = cpu_num(&s), hi = lo;
+        if (lo < 0)
+            return -1;
+        if (*s == '-') {
+            s++;
+            if ((hi = cpu_num(&s)) < lo)
+                return -1;
+        }
+        hwloc_bitmap_set_range(b, (unsigned)lo, (int)hi);
+        if (*s == ',' && s[1])
+            s++;
+        else if (*s)
+            return -1;
     }
-    return hwloc_bitmap_list_sscanf(b, s) < 0 || hwloc_bitmap_last(b) > CS_REPORT_MAXCPU ? -1 : 0;
+    return 0;
 }
 
 static int read_run(struct model *m, long line, const struct jv *o)
@@ -183,14 +209,14 @@ static int read_run(struct model *m, long line, const struct jv *o)
     const struct jv *v = cs_json_get(o, "version");
     free(m->policy);
     m->policy = p ? strdup(p) : NULL;
-    m->version = v && v->t == J_NUM ? (int)v->num : 2;
+    m->version = v && v->t == J_NUM && v->num >= 0 && v->num < 1e6 ? (int)v->num : 2;
     v = cs_json_get(o, "quantum");
     m->quantum = v && v->t == J_NUM ? v->num : 0;
     if (c) {
         hwloc_bitmap_t b = hwloc_bitmap_alloc();
         if (cpu_list(c, b) < 0) {
             hwloc_bitmap_free(b);
-            return rerr(m, line, "run: expected \"cpus\" to be a cpu list like \"0-3,8\" (cpus 0 to 65535; it is \"%.64s\")", c);
+            return rerr(m, line, "run: expected \"cpus\" to be a cpu list like \"0-3,8\" (cpus 0 to 4095; it is \"%.64s\")", c);
         }
         hwloc_bitmap_or(m->cpus, m->cpus, b);
         hwloc_bitmap_free(b);
@@ -207,9 +233,11 @@ static int read_job_event(struct model *m, long line, const struct jv *o)
         return rerr(m, line, "job: expected \"event\" to be \"start\" or \"end\"");
     if (num_field(m, line, o, "job", "time", &t) < 0 || int_field(m, line, o, "job", "id", &id) < 0)
         return -1;
+    if (fabs(t) > 1e9)
+        return rerr(m, line, "job: expected \"time\" in seconds since the run's start (at most 1e9)");
     struct rjob *j = job_of(m, id, str_field(o, "name"));
     const struct jv *th = cs_json_get(o, "threads");
-    if (th && th->t == J_NUM && th->num >= 1)
+    if (th && th->t == J_NUM && th->num >= 1 && th->num <= 1e6)
         j->threads = (int)th->num;
     if (!strcmp(ev, "start")) {
         j->instances++;
@@ -233,12 +261,19 @@ static int read_step(struct model *m, long line, const struct jv *o)
 
     if (num_field(m, line, o, "step", "seq", &d) < 0)
         return -1;
+    if (d < 0 || d > 9007199254740992.0 || d != floor(d))
+        return rerr(m, line, "step: expected \"seq\" to be a whole number >= 0 (it is %g)", d);
     s.seq = (unsigned long long)d;
     if (num_field(m, line, o, "step", "epoch", &d) < 0)
         return -1;
+    if (d < 0 || d > 9007199254740992.0 || d != floor(d))
+        return rerr(m, line, "step %llu: expected \"epoch\" to be a whole number >= 0 (it is %g)", s.seq, d);
     s.epoch = (unsigned long long)d;
     if (num_field(m, line, o, "step", "start", &s.start) < 0 || num_field(m, line, o, "step", "end", &s.end) < 0)
         return -1;
+    if (fabs(s.start) > 1e9 || fabs(s.end) > 1e9)
+        return rerr(m, line, "step %llu: expected \"start\" and \"end\" in seconds since the run's start (at most 1e9)",
+                    s.seq);
     if (s.end < s.start)
         return rerr(m, line, "step %llu: expected \"end\" (%g) not before \"start\" (%g)", s.seq, s.end, s.start);
     if (!jobs || jobs->t != J_ARR)
@@ -265,7 +300,7 @@ static int read_step(struct model *m, long line, const struct jv *o)
         e->cpus = hwloc_bitmap_alloc();
         s.n++;
         if (!cpus || cpu_list(cpus, e->cpus) < 0) {
-            rerr(m, line, "%s: expected \"cpus\" to be a cpu list like \"0-3,8\" (cpus 0 to 65535)", what);
+            rerr(m, line, "%s: expected \"cpus\" to be a cpu list like \"0-3,8\" (cpus 0 to 4095)", what);
             goto bad;
         }
         struct rjob *j = job_of(m, id, str_field(x, "name"));
@@ -923,7 +958,8 @@ int cs_cmd_report(int argc, char **argv)
     int status = 2;
     if (read_trace(&m) < 0)
         goto done;
-    qsort(m.jobs, (size_t)m.njobs, sizeof *m.jobs, by_id);
+    if (m.njobs > 1)
+        qsort(m.jobs, (size_t)m.njobs, sizeof *m.jobs, by_id);
     classify(&m);
     status = 0;
     if (out && write_out(out, &m, !strcmp(suffix(out), "svg") ? svg_file : html) < 0)

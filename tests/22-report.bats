@@ -160,7 +160,11 @@ assert s["jobs"][0]["name"] == "a<&>\"b", s["jobs"][0]
     printf '{"type":"step","seq":0,"epoch":1,"start":0,"end":0.1,"jobs":[{"id":1,"state":"run","cpus":"0-100000000"}]}\n' > huge.jsonl
     run "$COSCHED" report huge.jsonl
     [ "$status" -eq 2 ]
-    assert_contains "$output" '(cpus 0 to 65535)'
+    assert_contains "$output" '(cpus 0 to 4095)'
+    sed 's/0-100000000/-5/' huge.jsonl > open.jsonl   # hwloc would read an open range
+    run "$COSCHED" report open.jsonl
+    [ "$status" -eq 2 ]
+    assert_contains "$output" 'open.jsonl:1: step 0: jobs[0]: expected "cpus" to be a cpu list'
     printf '{"type":"job","event":"start","time":0,"id":1,"name":"a"}\n' > nosteps.jsonl
     run "$COSCHED" report nosteps.jsonl
     [ "$status" -eq 2 ]

@@ -32,10 +32,11 @@ sources() {
     simnode | simapps) echo launcher/sim.c launcher/topo.c launcher/util.c launcher/duration.c ;;
     replay) echo launcher/counters_replay.c launcher/profile.c launcher/util.c launcher/duration.c ;;
     store) echo launcher/util.c launcher/duration.c ;;     # store.c is included by the harness
+    report) echo launcher/report.c launcher/store.c launcher/util.c launcher/duration.c ;;
     *) return 1 ;;
     esac
 }
-all="proto spank jobfile profile formula simnode simapps replay store"
+all="proto spank jobfile profile formula simnode simapps replay store report"
 [ $# -gt 0 ] || set -- $all
 
 command -v "$cc" >/dev/null 2>&1 || {
