@@ -146,7 +146,7 @@ static void trace_job_event(struct cs_engine *e, struct cs_job *j, const char *e
     fprintf(e->trace, "{\"type\":\"job\",\"event\":\"%s\",\"time\":%.6f,\"id\":%d,\"name\":", ev, cs_now() - e->t0,
             j->id);
     cs_json_str(e->trace, j->name);
-    fprintf(e->trace, ",\"instance\":%d", j->runs_started);
+    fprintf(e->trace, ",\"instance\":%d,\"threads\":%d", j->runs_started, j->threads);
     if (j->pid > 0)
         fprintf(e->trace, ",\"pid\":%d", (int)j->pid);
     if (strcmp(ev, "end") == 0) {
@@ -157,6 +157,21 @@ static void trace_job_event(struct cs_engine *e, struct cs_job *j, const char *e
     }
     fprintf(e->trace, "}\n");
     fflush(e->trace);
+}
+
+/* The trace's first line (trace version 2): what ran, so that a reader
+ * (`cosched report`) can draw every managed cpu and tell folded from running. */
+static void trace_header(struct cs_engine *e)
+{
+    char *c = cs_bitmap_list(e->managed);
+    fprintf(e->trace, "{\"type\":\"run\",\"version\":2,\"command\":\"%s\",\"policy\":",
+            e->serve ? "serve" : e->sim ? "simulate" : "run");
+    cs_json_str(e->trace, e->policy ? cs_policy_name(e->policy) : NULL);
+    fprintf(e->trace, ",\"quantum\":%.6f,\"window\":%.6f,\"cpus\":\"%s\",\"control\":", e->quantum, e->window, c);
+    cs_json_str(e->trace, e->ctl ? e->ctl->name : NULL);
+    fprintf(e->trace, "}\n");
+    fflush(e->trace);
+    free(c);
 }
 
 void cs_engine_characterized(struct cs_engine *e, struct cs_job *j, const struct cs_stored *r)
@@ -709,6 +724,8 @@ static void step_end(struct cs_engine *e, struct stepstate *ss, const int *was_l
             fprintf(e->trace, ",\"state\":\"%s\",\"cpus\":\"%s\",\"cpu_s\":%.6f",
                     (!ss->run[i] == !shown_frozen) ? "stuck" : ss->run[i] ? "run" : "frozen", c, cpu);
             trace_metrics(e, j);
+            if (j->policy_info)   /* plan()'s third value for this epoch (JSON object) */
+                fprintf(e->trace, ",\"policy\":%s", j->policy_info);
             fputc('}', e->trace);
             free(c);
             first = 0;
@@ -1146,6 +1163,8 @@ int cs_engine_run(struct cs_engine *e)
         hwloc_bitmap_set(e->all_mems, (unsigned)e->topo->numas[k].os_index);
     if (e->run_id == NULL)
         e->run_id = cs_strdup_printf("%d", (int)getpid());
+    if (e->trace)
+        trace_header(e);
 
     if (e->sim)
         goto started;   /* nothing to forward, nothing to guard: the jobs are the model's */

@@ -151,8 +151,9 @@ static const char *job_option(struct cs_job *j, const char *word)
             return "class= must be S (streaming), C (cache-sensitive) or N (no contention)";
         j->cls_hint = (char)toupper((unsigned char)val[0]);
     } else if (KEY("priority")) {
-        if (cs_parse_long(val, -100, 100, &v) < 0)
-            return "priority= must be an integer from -100 to 100";
+        /* the range of --cosched=POLICY:priority= and the node engine (issue 16) */
+        if (cs_parse_long(val, -1000, 1000, &v) < 0)
+            return "priority= must be an integer from -1000 to 1000";
         j->priority = (int)v;
     } else if (KEY("cwd")) {
         if (*val == '\0')

@@ -19,8 +19,9 @@ static const struct {
     { "policies", cs_cmd_policies, "list the policies found in the policy search path" },
     { "serve", cs_cmd_serve, "the node engine: co-schedule the Slurm steps the SPANK plugin registers (root)" },
     { "status", cs_cmd_status, "which steps the node engine co-schedules, running or frozen, and why" },
-    { "simulate", cs_cmd_simulate, "run policies on a simulated node in virtual time (share/sim/README.md)" },
+    { "simulate", cs_cmd_simulate, "run policies on a simulated node in virtual time (" COSCHED_DOCDIR "/sim/README.md)" },
     { "profiles", cs_cmd_profiles, "list the counter profiles and say which one matches this CPU (--lint FILE...)" },
+    { "report", cs_cmd_report, "a timeline picture (SVG, HTML) and a summary of a run from its --trace" },
 };
 
 static void usage(FILE *f)
@@ -54,7 +55,7 @@ int main(int argc, char **argv)
             }
         const char *near = cs_closest(argv[2], names, ncmd);
         cs_err("help: unknown command '%s' (%s%s%sknown: run, classify, topology, policies, profiles, serve, status, "
-               "simulate)", argv[2], near ? "did you mean " : "", near ? near : "", near ? "? " : "");
+               "simulate, report)", argv[2], near ? "did you mean " : "", near ? near : "", near ? "? " : "");
         return 2;
     }
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
@@ -74,7 +75,7 @@ int main(int argc, char **argv)
                     return 2;
                 }
     const char *near = cs_closest(argv[1], names, ncmd);
-    cs_err("unknown command '%s' (%s%s%sknown: run, classify, topology, policies, profiles, serve, status, simulate; "
+    cs_err("unknown command '%s' (%s%s%sknown: run, classify, topology, policies, profiles, serve, status, simulate, report; "
            "see cosched --help)", argv[1], near ? "did you mean " : "", near ? near : "", near ? "? " : "");
     return 2;
 }

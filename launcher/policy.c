@@ -2080,8 +2080,8 @@ static void push_snapshot(lua_State *L, struct cs_policy *p, struct cs_engine *e
     /* what measures the jobs: "none" when nothing can be counted */
     lua_pushstring(L, e->profile && e->cnt ? e->cnt->name : "none");
     lua_setfield(L, -2, "counters");
-    /* someone reads plan()'s third value (cosched status, node engine) */
-    lua_pushboolean(L, e->serve != NULL);
+    /* someone reads plan()'s third value (cosched status, node engine; the trace) */
+    lua_pushboolean(L, e->serve != NULL || e->trace != NULL);
     lua_setfield(L, -2, "explain");
     lua_rawgeti(L, LUA_REGISTRYINDEX, p->params_ref);
     lua_setfield(L, -2, "params");

@@ -64,6 +64,9 @@
 #ifndef COSCHED_SYSCONFDIR
 #define COSCHED_SYSCONFDIR "/etc/cosched"
 #endif
+#ifndef COSCHED_DOCDIR   /* builds without the Makefile's flags (tests/fuzz) */
+#define COSCHED_DOCDIR "/usr/local/share/doc/cosched"
+#endif
 
 #define CS_CLSIZE 64.0
 
@@ -1501,7 +1504,7 @@ static void prof_help(void)
     }
     printf("\nSearch path: --profile-path DIRs, ~/.config/cosched/profiles, %s/profiles,\n"
            "<datadir>/profiles (here %s/profiles; $COSCHED_DATADIR sets it).\n"
-           "Format: profiles/README.md.\n", COSCHED_SYSCONFDIR, cs_datadir());
+           "Format: %s/profiles/README.md.\n", COSCHED_SYSCONFDIR, cs_datadir(), COSCHED_DOCDIR);
 }
 
 int cs_cmd_profiles(int argc, char **argv)

@@ -50,7 +50,7 @@ static const struct opt run_opts[] = {
     { "quantum", 1, O_QUANTUM, "DURATION", "time quantum, 10ms to 60s (default 1s; e.g. 250ms, 2s)" },
     { "jobs", 1, O_JOBS, "FILE", "read jobs from FILE, one per line (see JOB FILES in cosched(1))" },
     { "trace", 1, O_TRACE, "FILE", "write one JSON object per step and per job event to FILE" },
-    { "window", 1, O_WINDOW, "SECONDS", "restart every job that ends until SECONDS have passed; count completions" },
+    { "window", 1, O_WINDOW, "DURATION", "restart every job that ends until DURATION has passed (e.g. 20s, 5m); count completions" },
     { "cpus", 1, O_CPUS, "LIST", "manage only these cpus: 0-3,8 or numa:1, core:0-3, llc:0+core:8 (default: the cpus cosched may run on)" },
     { "control", 1, O_CONTROL, "MECH", "auto, cgroup2, cgroup1 or signals (default auto)" },
     { "topology", 1, O_TOPOLOGY, "SPEC", "synthetic:DESC or an hwloc XML file instead of this machine" },

@@ -56,13 +56,13 @@ static const struct {
     int has_arg, id;
     const char *arg, *help;
 } opts[] = {
-    { "node", 1, O_NODE, "FILE|NAME", "node model (NAME: share/sim/NAME.node; see share/sim/README.md)" },
+    { "node", 1, O_NODE, "FILE|NAME", "node model (NAME: share/sim/NAME.node; see " COSCHED_DOCDIR "/sim/README.md)" },
     { "apps", 1, O_APPS, "FILE|NAME", "application models (NAME: share/sim/NAME.apps)" },
     { "workload", 1, O_WORKLOAD, "FILE", "jobs, one app per line: APP [threads=N]" },
     { "mix", 1, O_MIX, "APP,APP,...", "jobs given on the command line (one per app named)" },
     { "policy", 1, O_POLICY, "P1,P2,...", "policies to run, one after the other (default tft); P may be NAME:KEY=VALUE[:...]" },
     { "model", 1, O_MODEL, "MODEL", "interference model: analytic (default) or empirical" },
-    { "window", 1, O_WINDOW, "SECONDS", "virtual time window; jobs restart until it closes (default: each runs once)" },
+    { "window", 1, O_WINDOW, "DURATION", "virtual time window, e.g. 60s, 10m; jobs restart until it closes (default: each runs once)" },
     { "quantum", 1, O_QUANTUM, "DURATION", "time quantum, 10ms to 60s (default 1s)" },
     { "seed", 1, O_SEED, "N", "seed of the model's random draws (default 1)" },
     { "noise", 1, O_NOISE, "FRACTION", "relative noise on every simulated count, 0 to 1 (default 0)" },
@@ -785,7 +785,7 @@ int cs_cmd_simulate(int argc, char **argv)
         case O_JSON: json = 1; break;
         case O_BOUND: want_bound = 1; break;
         case O_ORACLE:
-            cs_warn("--oracle is now --bound (an LP upper bound over configurations; share/sim/README.md)");
+            cs_warn("--oracle is now --bound (an LP upper bound over configurations; " COSCHED_DOCDIR "/sim/README.md)");
             want_bound = 1;
             break;
         case O_CALIBRATE: calib = 1; break;
@@ -833,9 +833,9 @@ int cs_cmd_simulate(int argc, char **argv)
     if (optind < argc)
         BAD("cosched simulate takes no arguments ('%s'); jobs come from --workload or --mix", argv[optind]);
     if (!nodespec)
-        BAD("--node FILE|NAME is missing (e.g. --node paper001; share/sim/README.md)");
+        BAD("--node FILE|NAME is missing (e.g. --node paper001; " COSCHED_DOCDIR "/sim/README.md)");
     if (!appspec)
-        BAD("--apps FILE|NAME is missing (e.g. --apps table2; share/sim/README.md)");
+        BAD("--apps FILE|NAME is missing (e.g. --apps table2; " COSCHED_DOCDIR "/sim/README.md)");
     if (workload && mix)
         BAD("give --workload or --mix, not both");
     if (!workload && !mix && !calib)

@@ -40,6 +40,7 @@
 #include <unistd.h>
 #include <elf.h>
 #include "cosched.h"
+#include "json.h"
 
 #define ENTRY_MAX (64 * 1024)      /* a valid entry is well under 4 KiB */
 #define FORMAT "cosched-profile"
@@ -157,15 +158,6 @@ static char *exe_identity(const char *path)
 
 /* ------------------------------------------------------- a little JSON */
 
-enum jt { J_NULL, J_BOOL, J_NUM, J_STR, J_ARR, J_OBJ };
-struct jv {
-    enum jt t;
-    double num;
-    char *str;                     /* J_STR */
-    int n;                         /* J_ARR, J_OBJ */
-    char **keys;                   /* J_OBJ */
-    struct jv **items;
-};
 
 struct jp { const char *s, *p; const char *err; };
 
@@ -350,6 +342,36 @@ static struct jv *jget(const struct jv *o, const char *k)
         if (!strcmp(o->keys[i], k))
             return o->items[i];
     return NULL;
+}
+
+/* json.h: the parser above for other readers (`cosched report`) */
+struct jv *cs_json_parse(const char *text, const char **err, size_t *at)
+{
+    struct jp j = { text, text, NULL };
+    struct jv *v = jvalue(&j, 0);
+    if (v) {
+        ws(&j);
+        if (*j.p) {
+            j.err = "text after the value";
+            jfree(v);
+            v = NULL;
+        }
+    }
+    if (!v) {
+        *err = j.err ? j.err : "not JSON";
+        *at = (size_t)(j.p - text);
+    }
+    return v;
+}
+
+const struct jv *cs_json_get(const struct jv *o, const char *key)
+{
+    return jget(o, key);
+}
+
+void cs_json_free(struct jv *v)
+{
+    jfree(v);
 }
 
 static void jnum(FILE *f, double v)

@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include <limits.h>
 #include "cosched.h"
+#include "duration.h"
 
 /* A simulated node (sim.c) makes time virtual: cs_now() then reads its clock. */
 static const double *virtual_clock;
@@ -36,25 +37,7 @@ double cs_now(void)
 
 int cs_parse_duration(const char *s, double *out)
 {
-    static const struct { const char *unit; double scale; } units[] = {
-        { "", 1.0 }, { "s", 1.0 }, { "ms", 1e-3 }, { "us", 1e-6 }, { "m", 60.0 }, { "min", 60.0 },
-        { "h", 3600.0 }, { "d", 86400.0 },
-    };
-    char *end;
-    double v;
-
-    if (s == NULL || *s == '\0')
-        return -1;
-    errno = 0;
-    v = strtod(s, &end);
-    if (errno || end == s || !isfinite(v) || v < 0)
-        return -1;
-    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
-        if (strcmp(end, units[i].unit) == 0) {
-            *out = v * units[i].scale;
-            return 0;
-        }
-    return -1;
+    return cs_duration_parse(s, 1.0, out);   /* a plain number is seconds */
 }
 
 int cs_parse_long(const char *s, long lo, long hi, long *out)

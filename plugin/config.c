@@ -13,6 +13,7 @@
 
 #include "config.h"
 #include "proto.h"
+#include "duration.h"
 
 #ifndef COSCHED_BINDIR
 #define COSCHED_BINDIR "/usr/local/bin"
@@ -24,7 +25,10 @@
 #define COSCHED_DATADIR "/usr/local/share/cosched"
 #endif
 
-enum ktype { K_POLICY, K_INT, K_LIST, K_BOOL, K_PATH, K_PATH_NONE, K_START };
+/* K_MS: a duration (duration.h) kept in milliseconds, rounded; lo and hi in
+ * ms; `plain` is the unit of a plain number in ms (1000: seconds, 1: the old
+ * *_ms keys, which read as before). */
+enum ktype { K_POLICY, K_INT, K_LIST, K_BOOL, K_PATH, K_PATH_NONE, K_START, K_MS };
 
 /* The configuration, declared once: key, type, where, bounds, default, help. */
 static const struct key {
@@ -34,28 +38,44 @@ static const struct key {
     long lo, hi;
     const char *def;
     const char *help;
+    long plain;                   /* K_MS */
 } keys[] = {
 #define F(m) offsetof(struct cs_conf, m), sizeof(((struct cs_conf *)0)->m)
     { "default", K_POLICY, F(default_policy), 0, 0, "none",
       "policy of steps that ask without naming one, and of steps enforce=yes takes in" },
-    { "quantum_ms", K_INT, F(quantum_ms), 10, 60000, "1000", "the engine's time quantum in milliseconds" },
+    { "quantum", K_MS, F(quantum_ms), 10, 60000, "1s", "the engine's time quantum, 10ms to 60s (plain number: seconds)",
+      1000 },
     { "allowed", K_LIST, F(allowed), 0, 0, "all", "policies users may ask for (comma-separated)" },
     { "optout", K_BOOL, F(optout), 0, 1, "yes", "users may say --cosched=off" },
     { "enforce", K_BOOL, F(enforce), 0, 1, "no", "co-schedule steps that did not ask, under the default policy" },
     { "socket", K_PATH, F(socket), 0, 0, CS_PROTO_SOCKET, "the engine's socket" },
     { "start", K_START, F(start), 0, 0, "ondemand", "how the engine starts: ondemand, systemd or none" },
     { "cosched", K_PATH, F(cosched), 0, 0, COSCHED_BINDIR "/cosched", "the cosched binary (start=ondemand)" },
-    { "idle_exit", K_INT, F(idle_exit), 0, 86400, "300",
-      "seconds an on-demand engine stays without steps (0: stays)" },
+    { "idle_exit", K_MS, F(idle_exit_ms), 0, 86400000, "5m",
+      "how long an on-demand engine stays without steps, up to 1d (0: stays; plain number: seconds)", 1000 },
     { "policydir", K_PATH, F(policydir), 0, 0, COSCHED_DATADIR "/lua/policies",
       "where the installed policies are (for --cosched=help and checks)" },
-    { "timeout_ms", K_INT, F(timeout_ms), 100, 3000, "2000",
-      "most time a step waits for the engine (start included)" },
+    { "timeout", K_MS, F(timeout_ms), 100, 3000, "2s",
+      "most time a step waits for the engine (start included), 100ms to 3s (plain number: seconds)", 1000 },
     { "omp_shim", K_PATH_NONE, F(omp_shim), 0, 0, COSCHED_PKGLIBDIR "/libcosched-omp.so",
       "the OpenMP shim preloaded into co-scheduled tasks (none: they wait passively)" },
+    /* the names before issue 16, still read: a plain number is milliseconds */
+    { "quantum_ms", K_MS, F(quantum_ms), 10, 60000, "1000", "old name of quantum (plain number: milliseconds)", 1 },
+    { "timeout_ms", K_MS, F(timeout_ms), 100, 3000, "2000", "old name of timeout (plain number: milliseconds)", 1 },
 #undef F
 };
 #define NKEYS (sizeof keys / sizeof keys[0])
+
+/* "10ms", "60s", "1d": a bound for a message */
+static void ms_text(long ms, char *buf, size_t len)
+{
+    if (ms >= 86400000 && ms % 86400000 == 0)
+        snprintf(buf, len, "%ldd", ms / 86400000);
+    else if (ms >= 1000 && ms % 1000 == 0)
+        snprintf(buf, len, "%lds", ms / 1000);
+    else
+        snprintf(buf, len, "%ldms", ms);
+}
 
 static const char *start_names[] = { "ondemand", "systemd", "none" };
 
@@ -238,6 +258,19 @@ static int set_key(struct cs_conf *c, const struct key *k, const char *v, char *
         }
         *(int *)dst = (int)x;
         return 0;
+    case K_MS: {
+        double s;
+        char lo[32], hi[32];
+        if (cs_duration_parse(v, k->plain / 1000.0, &s) < 0 || s * 1000 < k->lo - 0.5 || s * 1000 > k->hi + 0.5) {
+            ms_text(k->lo, lo, sizeof lo);
+            ms_text(k->hi, hi, sizeof hi);
+            snprintf(err, errlen, "key '%s': expected a duration from %s to %s (e.g. 500ms, 2s, 5m; a plain number "
+                     "is %s), got '%.64s'", k->name, lo, hi, k->plain == 1 ? "milliseconds" : "seconds", v);
+            return -1;
+        }
+        *(int *)dst = (int)(s * 1000 + 0.5);
+        return 0;
+    }
     case K_BOOL:
         if (parse_bool(v, &b) < 0) {
             snprintf(err, errlen, "key '%s': expected yes or no, got '%.64s'", k->name, v);

@@ -30,16 +30,16 @@ enum cs_start { CS_START_ONDEMAND, CS_START_SYSTEMD, CS_START_NONE };
 
 struct cs_conf {
     char default_policy[CS_NAME_MAX]; /* "" = none */
-    int quantum_ms;
+    int quantum_ms;                   /* keys quantum, quantum_ms */
     struct cs_names allowed;          /* n == 0: every installed policy */
     int optout;                       /* users may say --cosched=off */
     int enforce;                      /* steps that did not ask run under default */
     char socket[CS_SOCKET_MAX];
     int start;                        /* enum cs_start */
     char cosched[CS_PATH_MAX];        /* the cosched binary (start=ondemand) */
-    int idle_exit;                    /* seconds, for the on-demand engine */
+    int idle_exit_ms;                 /* for the on-demand engine (0: stays) */
     char policydir[CS_PATH_MAX];      /* where the installed policies are */
-    int timeout_ms;                   /* budget of one step's registration */
+    int timeout_ms;                   /* budget of one step's registration (timeout, timeout_ms) */
     char omp_shim[CS_PATH_MAX];       /* libcosched-omp.so for the tasks; "" = none */
 };
 

@@ -241,7 +241,7 @@ static int spawn_engine(char *why, size_t whylen)
         return -1;
     }
     snprintf(quantum, sizeof quantum, "%dms", c->quantum_ms);
-    snprintf(idle, sizeof idle, "%d", c->idle_exit);
+    snprintf(idle, sizeof idle, "%dms", c->idle_exit_ms);
     nroots = leave_paths(roots, 32);
     pid = fork();
     if (pid < 0) {

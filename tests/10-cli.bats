@@ -92,6 +92,23 @@ refuse() {
     refuse "--quantum '5ms'" run --quantum 5ms -- touch started
 }
 
+@test "units and ranges: every duration option takes units or plain seconds; job-file priority -1000..1000" {
+    refuse "--window '1 s': expected a duration" run --window '1 s' -- touch started
+    refuse "--kill-timeout '1sec': expected a duration" run --kill-timeout 1sec -- touch started
+    refuse "--quantum '-1s'" run --quantum -1s -- touch started
+    printf 'priority=1001 -- touch started\n' > p.jobs
+    refuse "p.jobs:1: priority= must be an integer from -1000 to 1000" run --jobs p.jobs
+    # the range of --cosched=POLICY:priority= (cosched-spank(8)); the old -100..100 reads as before
+    printf 'priority=-1000 -- true\npriority=1000 -- true\npriority=100 -- true\n' > ok.jobs
+    run "$COSCHED" run --policy gang --quantum 0.05 --kill-timeout 500ms --jobs ok.jobs
+    echo "$output"
+    [ "$status" -eq 0 ]
+    run "$COSCHED" run --policy gang --quantum 50ms --window 0.5s -- true
+    echo "$output"
+    [ "$status" -eq 0 ]
+    assert_contains "$output" "window"
+}
+
 @test "a command that does not exist or is not executable" {
     refuse "command 'no-such-command-xyz' was not found in PATH" run -- no-such-command-xyz
     printf '#!/bin/sh\ntouch started\n' > notexec
@@ -206,4 +223,24 @@ assert t["packages"] == 2
     for p in linux gang tft; do
         echo "$output" | grep -E "^$p[[:space:]]"
     done
+}
+
+@test "units: the systemd unit's defaults and the site-defaults sample are durations the command line takes" {
+    local unit=$COSCHED_SRCDIR/share/cosched-engine.service.in def=$COSCHED_SRCDIR/share/cosched-engine.default q
+    q=$(sed -n 's/^Environment=.*COSCHED_QUANTUM=\([^ ]*\).*/\1/p' "$unit")
+    [ -n "$q" ] || { echo "no COSCHED_QUANTUM default in $unit"; false; }
+    grep -q -- '--quantum ${COSCHED_QUANTUM}' "$unit"
+    run "$COSCHED" run --policy gang --quantum "$q" -- true
+    [ "$status" -eq 0 ] || { echo "unit default --quantum $q: $output"; false; }
+    q=$(sed -n 's/^#COSCHED_QUANTUM=//p' "$def")
+    run "$COSCHED" run --policy gang --quantum "$q" -- true
+    [ "$status" -eq 0 ] || { echo "sample COSCHED_QUANTUM=$q: $output"; false; }
+    # the sample's COSCHED_OPTS duration (serve's option): a bad one is refused by name, this one is not
+    g=$(sed -n 's/^#COSCHED_OPTS=--kill-grace //p' "$def")
+    [ -n "$g" ]
+    run "$COSCHED" serve --kill-grace 1sec --socket "$BATS_TEST_TMPDIR/no/such/dir/s"
+    assert_contains "$output" "--kill-grace"
+    run "$COSCHED" serve --kill-grace "$g" --socket "$BATS_TEST_TMPDIR/no/such/dir/s"
+    [[ $output != *--kill-grace* ]] || { echo "sample --kill-grace $g refused: $output"; false; }
+    assert_contains "$output" "--socket"   # refused for the socket, after the duration was taken
 }

@@ -59,5 +59,32 @@ using_it() {
     cd "$T/share/demo"
     [ -s run.jsonl ] || { echo "no trace run.jsonl in $PWD" >&2; false; }
     python3 -c 'import json,sys; [json.loads(l) for l in open(sys.argv[1])]' run.jsonl
+    # the report line drew that trace and wrote its table (one line per job)
+    grep -q '<svg' run.html || { echo "no picture in run.html" >&2; false; }
+    [ "$(wc -l < run.csv)" -eq 4 ] || { echo "run.csv:"; cat run.csv; false; } >&2
     [ -s rec.jsonl ] || { echo "no recording rec.jsonl in $PWD" >&2; false; }
+}
+
+# the lines of the ```sh block after "## The first ten minutes"
+first_ten() {
+    awk '/^## The first ten minutes/ {s = 1} s == 1 && /^```sh/ {s = 2; next} s == 2 && /^```/ {exit} s == 2' \
+        "$COSCHED_SRCDIR/README.md"
+}
+
+@test "README's 'first ten minutes' runs as printed (from the top of a built tree) and draws its picture" {
+    local n=0 line st T=$BATS_TEST_TMPDIR
+    first_ten > ten.sh
+    [ "$(wc -l < ten.sh)" -ge 3 ] || { echo "README's block has $(wc -l < ten.sh) lines" >&2; false; }
+    ln -s "$COSCHED" cosched     # the top of the tree: ../../cosched from share/demo
+    export COSCHED_DATADIR="$COSCHED_SRCDIR"
+    while IFS= read -r line; do
+        n=$((n + 1))
+        st=0
+        eval "$line" > "$T/ten.$n" 2>&1 < /dev/null || st=$?
+        [ "$st" = 0 ] || { echo "README line $n: $line"; echo "exit $st; output:"; cat "$T/ten.$n"; false; } >&2
+    done < "$T/ten.sh"
+    cd "$T/share/demo"
+    grep -q '<svg' first.html || { echo "no picture in first.html" >&2; false; }
+    grep -q 'data-state="folded"' first.html || { echo "tft folded nobody?" >&2; false; }
+    [ -f "$COSCHED_SRCDIR/docs/first-run.svg" ] || { echo "README's picture docs/first-run.svg is missing" >&2; false; }
 }

@@ -34,7 +34,7 @@ bad() {
     assert_contains "$output" "enforce=0"
     assert_contains "$output" "socket=/run/cosched/engine.sock"
     assert_contains "$output" "start=ondemand"
-    assert_contains "$output" "idle_exit=300"
+    assert_contains "$output" "idle_exit_ms=300000"
     assert_contains "$output" "timeout_ms=2000"
     assert_contains "$output" "omp_shim=/"
     assert_contains "$output" "/libcosched-omp.so"
@@ -51,22 +51,58 @@ bad() {
     echo "$output"
     [ "$status" -eq 0 ]
     for kv in default=gang quantum_ms=300 "allowed=gang, tft, flca" optout=0 enforce=1 socket=/tmp/x.sock \
-        start=none cosched=/opt/bin/cosched idle_exit=0 timeout_ms=500 omp_shim=/opt/lib/shim.so; do
+        start=none cosched=/opt/bin/cosched idle_exit_ms=0 timeout_ms=500 omp_shim=/opt/lib/shim.so; do
         assert_contains "$output" "$kv"
     done
     run "$SC" conf "$PD" omp_shim=none
     assert_contains "$output" "omp_shim=none"
 }
 
+@test "durations: quantum, idle_exit, timeout take units; a plain number is seconds, milliseconds for the old *_ms keys" {
+    check() {  # check ARG WANT: plugstack ARG gives the line WANT
+        run "$SC" conf "$PD" "$1"
+        [ "$status" -eq 0 ] || { echo "$1: $output"; return 1; }
+        echo "$output" | grep -qx "$2" || { echo "$1: want $2 in:"; echo "$output"; return 1; }
+    }
+    check quantum=500ms quantum_ms=500
+    check quantum=2 quantum_ms=2000
+    check quantum=1.5s quantum_ms=1500
+    check quantum=1m quantum_ms=60000
+    check quantum_ms=250 quantum_ms=250
+    check quantum_ms=2s quantum_ms=2000
+    check idle_exit=300 idle_exit_ms=300000
+    check idle_exit=5m idle_exit_ms=300000
+    check idle_exit=1.5s idle_exit_ms=1500
+    check idle_exit=0 idle_exit_ms=0
+    check idle_exit=1d idle_exit_ms=86400000
+    check timeout=1.5s timeout_ms=1500
+    check timeout=2 timeout_ms=2000
+    check timeout_ms=800 timeout_ms=800
+    check timeout_ms=0.5s timeout_ms=500
+    # the last of a key and its old name wins
+    run "$SC" conf "$PD" quantum=2s quantum_ms=300
+    assert_contains "$output" "quantum_ms=300"
+    bad "key 'quantum': expected a duration from 10ms to 60s (e.g. 500ms, 2s, 5m; a plain number is seconds), got '5ms'" conf "$PD" quantum=5ms
+    bad "key 'quantum': expected a duration from 10ms to 60s (e.g. 500ms, 2s, 5m; a plain number is seconds), got '61'" conf "$PD" quantum=61
+    bad "key 'quantum': expected a duration from 10ms to 60s (e.g. 500ms, 2s, 5m; a plain number is seconds), got '1 s'" conf "$PD" "quantum=1 s"
+    bad "key 'quantum': expected a duration from 10ms to 60s (e.g. 500ms, 2s, 5m; a plain number is seconds), got '1sec'" conf "$PD" quantum=1sec
+    bad "key 'idle_exit': expected a duration from 0ms to 1d (e.g. 500ms, 2s, 5m; a plain number is seconds), got '2d'" conf "$PD" idle_exit=2d
+    bad "key 'timeout': expected a duration from 100ms to 3s (e.g. 500ms, 2s, 5m; a plain number is seconds), got '10s'" conf "$PD" timeout=10s
+    # what keys= lists for the site
+    run "$SC" keys
+    assert_contains "$output" "quantum=1s  the engine's time quantum, 10ms to 60s (plain number: seconds)"
+    assert_contains "$output" "quantum_ms=1000  old name of quantum (plain number: milliseconds)"
+}
+
 @test "plugstack.conf: an unknown key or a bad value is an error naming the key and what was expected" {
-    bad "unknown key 'bogus' (known: default, quantum_ms, allowed" conf "$PD" bogus=1
-    bad "key 'quantum_ms': expected an integer between 10 and 60000, got 'abc'" conf "$PD" quantum_ms=abc
-    bad "key 'quantum_ms': expected an integer between 10 and 60000, got '5'" conf "$PD" quantum_ms=5
+    bad "unknown key 'bogus' (known: default, quantum, allowed" conf "$PD" bogus=1
+    bad "key 'quantum_ms': expected a duration from 10ms to 60s (e.g. 500ms, 2s, 5m; a plain number is milliseconds), got 'abc'" conf "$PD" quantum_ms=abc
+    bad "key 'quantum_ms': expected a duration from 10ms to 60s (e.g. 500ms, 2s, 5m; a plain number is milliseconds), got '5'" conf "$PD" quantum_ms=5
     bad "key 'optout': expected yes or no, got 'maybe'" conf "$PD" optout=maybe
     bad "key 'start': expected ondemand, systemd or none, got 'cron'" conf "$PD" start=cron
     bad "key 'socket': expected an absolute path" conf "$PD" socket=relative.sock
-    bad "key 'idle_exit': expected an integer between 0 and 86400" conf "$PD" idle_exit=-1
-    bad "key 'timeout_ms': expected an integer between 100 and 3000, got '10000'" conf "$PD" timeout_ms=10000
+    bad "key 'idle_exit': expected a duration from 0ms to 1d (e.g. 500ms, 2s, 5m; a plain number is seconds), got '-1'" conf "$PD" idle_exit=-1
+    bad "key 'timeout_ms': expected a duration from 100ms to 3s (e.g. 500ms, 2s, 5m; a plain number is milliseconds), got '10000'" conf "$PD" timeout_ms=10000
     bad "key 'quantum_ms' without a value" conf "$PD" quantum_ms
     bad "key 'allowed': empty policy name after the last ','" conf "$PD" allowed=gang,
     bad "key 'default': expected a policy name or none, got 'G A'" conf "$PD" "default=G A"

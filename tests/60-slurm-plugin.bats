@@ -174,19 +174,19 @@ EOF
     slurm_plugstack start=none quantum_ms=abc
     sr -n1 touch marker
     [ "$rc" -ne 0 ]
-    assert_contains "$err" "cosched: plugstack.conf: key 'quantum_ms': expected an integer between 10 and 60000, got 'abc'"
+    assert_contains "$err" "cosched: plugstack.conf: key 'quantum_ms': expected a duration from 10ms to 60s (e.g. 500ms, 2s, 5m; a plain number is milliseconds), got 'abc'"
     assert_contains "$err" "required plugin cosched.so: init() failed"
     nothing_launched "$before"
     run sbatch --wrap "touch marker"
     echo "$output"
     [ "$status" -ne 0 ]
-    assert_contains "$output" "key 'quantum_ms': expected an integer between 10 and 60000"
+    assert_contains "$output" "key 'quantum_ms': expected a duration from 10ms to 60s"
     nothing_launched "$before"
 
     slurm_plugstack start=none bogus=1
     sr -n1 touch marker
     [ "$rc" -ne 0 ]
-    assert_contains "$err" "cosched: plugstack.conf: unknown key 'bogus' (known: default, quantum_ms, allowed, optout, enforce, socket, start, cosched, idle_exit, policydir, timeout_ms, omp_shim)"
+    assert_contains "$err" "cosched: plugstack.conf: unknown key 'bogus' (known: default, quantum, allowed, optout, enforce, socket, start, cosched, idle_exit, policydir, timeout, omp_shim, quantum_ms, timeout_ms)"
     nothing_launched "$before"
 
     slurm_plugstack start=none enforce=yes

@@ -15,7 +15,7 @@ mitigation is especially powerful in reducing the worst-case execution
 times of chosen applications".
 
 What DIP adds to DI-NUMA:
-  - priority job: job.priority > 0 (job file priority=P, -100..100; 0, the
+  - priority job: job.priority > 0 (job file priority=P, -1000..1000; 0, the
     default, and negative values are ordinary jobs).  The paper names no
     scale ("deemed high-priority"); higher priority is placed earlier.
   - priority jobs are placed first, by priority then intensity, each in the

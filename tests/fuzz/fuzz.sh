@@ -26,16 +26,17 @@ cflags="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -fn
 sources() {
     case $1 in
     proto) echo launcher/proto.c ;;
-    spank) echo plugin/config.c ;;
-    jobfile) echo launcher/jobfile.c launcher/util.c launcher/store.c ;;
-    profile | formula) echo launcher/profile.c launcher/util.c ;;
-    simnode | simapps) echo launcher/sim.c launcher/topo.c launcher/util.c ;;
-    replay) echo launcher/counters_replay.c launcher/profile.c launcher/util.c ;;
-    store) echo launcher/util.c ;;     # store.c is included by the harness
+    spank) echo plugin/config.c launcher/duration.c ;;
+    jobfile) echo launcher/jobfile.c launcher/util.c launcher/duration.c launcher/store.c ;;
+    profile | formula) echo launcher/profile.c launcher/util.c launcher/duration.c ;;
+    simnode | simapps) echo launcher/sim.c launcher/topo.c launcher/util.c launcher/duration.c ;;
+    replay) echo launcher/counters_replay.c launcher/profile.c launcher/util.c launcher/duration.c ;;
+    store) echo launcher/util.c launcher/duration.c ;;     # store.c is included by the harness
+    report) echo launcher/report.c launcher/store.c launcher/util.c launcher/duration.c ;;
     *) return 1 ;;
     esac
 }
-all="proto spank jobfile profile formula simnode simapps replay store"
+all="proto spank jobfile profile formula simnode simapps replay store report"
 [ $# -gt 0 ] || set -- $all
 
 command -v "$cc" >/dev/null 2>&1 || {

@@ -46,9 +46,9 @@ int main(int argc, char **argv)
             return 1;
         cs_names_join(&c.allowed, buf, sizeof buf);
         printf("default=%s\nquantum_ms=%d\nallowed=%s\noptout=%d\nenforce=%d\nsocket=%s\nstart=%s\n"
-               "cosched=%s\nidle_exit=%d\npolicydir=%s\ntimeout_ms=%d\nomp_shim=%s\n",
+               "cosched=%s\nidle_exit_ms=%d\npolicydir=%s\ntimeout_ms=%d\nomp_shim=%s\n",
                c.default_policy[0] ? c.default_policy : "none", c.quantum_ms, c.allowed.n ? buf : "all",
-               c.optout, c.enforce, c.socket, starts[c.start], c.cosched, c.idle_exit, c.policydir, c.timeout_ms,
+               c.optout, c.enforce, c.socket, starts[c.start], c.cosched, c.idle_exit_ms, c.policydir, c.timeout_ms,
                c.omp_shim[0] ? c.omp_shim : "none");
         cs_names_join(&inst, buf, sizeof buf);
         printf("installed=%s\n", buf);
