@@ -29,21 +29,12 @@ import zlib
 
 NS = "{http://www.w3.org/2000/svg}"
 
+from trace_check import cpulist  # noqa: E402  (same folder: one cpu-list reader)
+
 
 def fail(msg):
     print("report_check: " + msg, file=sys.stderr)
     sys.exit(1)
-
-
-def cpulist(s):
-    out = set()
-    for part in filter(None, s.split(",")):
-        if "-" in part:
-            a, b = part.split("-")
-            out.update(range(int(a), int(b) + 1))
-        else:
-            out.add(int(part))
-    return out
 
 
 def steps_of(trace):
