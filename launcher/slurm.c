@@ -995,7 +995,9 @@ int cs_slurm_thaw_leftovers(void)
         glob_t g;
         if (mount_of(v2 ? NULL : "freezer", mnt, sizeof mnt) < 0)
             continue;
-        snprintf(pat, sizeof pat, v2 ? "%s/system.slice/slurmstepd.scope/job_*/step_*/user"
+        /* v2: slurmstepd.scope, or <node>_slurmstepd.scope where Slurm is
+         * built for multiple slurmd (Debian's 22.05: tests/vm/40-slurm.bats) */
+        snprintf(pat, sizeof pat, v2 ? "%s/system.slice/*slurmstepd.scope/job_*/step_*/user"
                                      : "%s/slurm*/uid_*/job_*/step_*", mnt);
         if (glob(pat, GLOB_NOSORT | GLOB_ONLYDIR, NULL, &g) != 0)
             continue;
