@@ -65,6 +65,11 @@
 #   slurm_jobs                  the ids of the jobs Slurm knows, one a line
 #   slurm_node_ok               the node is not drained/down (prints its state)
 #   slurm_step_cgroups          Slurm's cgroup directories of this node
+#   slurm_engine_start [ARGS]   a node engine on CS_SOCKET (cosched serve --detach,
+#                               quantum 2 s, no counters, ARGS added), as systemd
+#                               would start it; waits until it answers
+#   slurm_engine_pid            its pid (from a ping), empty when none answers
+#   slurm_engine_stop           SIGTERM to it, wait until it has exited
 #   slurm_step_dir JOB STEP [NODE]  the step's cgroup: v1, its freezer group;
 #                               v2, job_JOB/step_STEP in the node's stepd scope
 
@@ -250,6 +255,23 @@ slurm_step_cgroups() {
         done
     done
     return 0
+}
+
+slurm_engine_start() {
+    "$COSCHED" serve --socket "$CS_SOCKET" --quantum 2s --counters none --detach "$@" 3>&- ||
+        { tail "$CS_SOCKET.log" >&2; return 1; }
+    wait_for 30 '[ -n "$(slurm_engine_pid)" ]'
+}
+
+slurm_engine_pid() {
+    "$COSCHED" status --json --socket "$CS_SOCKET" 2>/dev/null |
+        python3 -c 'import json,sys; print(json.load(sys.stdin)["engine"]["pid"])' 2>/dev/null || true
+}
+
+slurm_engine_stop() {
+    local p
+    p=$(slurm_engine_pid)
+    [ -z "$p" ] || { kill "$p"; wait_for 20 "! kill -0 $p 2>/dev/null"; }
 }
 
 slurm_step_dir() {

@@ -54,23 +54,9 @@ teardown() {
     stop_engine
 }
 
-engine_pid() {
-    "$COSCHED" status --json --socket "$CS_SOCKET" 2>/dev/null |
-        python3 -c 'import json,sys; print(json.load(sys.stdin)["engine"]["pid"])' 2>/dev/null || true
-}
-
-# engine_start: a node engine on the plugin's socket, in the background
-engine_start() {
-    "$COSCHED" serve --socket "$CS_SOCKET" --quantum 2s --counters none --detach 3>&- ||
-        { tail "$CS_SOCKET.log" >&2; return 1; }
-    wait_for 30 '[ -n "$(engine_pid)" ]'
-}
-
-stop_engine() {
-    local p
-    p=$(engine_pid)
-    [ -z "$p" ] || { kill "$p"; wait_for 20 "! kill -0 $p 2>/dev/null"; }
-}
+engine_pid() { slurm_engine_pid; }
+engine_start() { slurm_engine_start; }
+stop_engine() { slurm_engine_stop; }
 
 # user J S: step J.S's user/ cgroup (its tasks' part; slurmstepd is in slurm/)
 user() { echo "$(slurm_step_dir "$1" "$2")/user"; }
