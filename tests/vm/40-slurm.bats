@@ -295,10 +295,12 @@ cpu_count() {
     10|01) ;;
     *) echo "want one step left frozen, got $(frozen "$JOB" 0)$(frozen "$JOB" 1)" >&2; false ;;
     esac
-    # the next engine (systemd would restart it; on demand, the next step would)
-    engine_start
+    # the next engine (systemd would restart it; on demand, the next step
+    # would); it thaws before it detaches, saying so on its stderr
+    engine_start 2> next-engine.err || { cat next-engine.err >&2; false; }
+    cat next-engine.err
     wait_for 60 '[ "$(frozen $JOB 0)" = 0 ] && [ "$(frozen $JOB 1)" = 0 ]' || { tail "$CS_SOCKET.log" >&2; false; }
-    wait_for 10 grep -q "was left frozen" "$CS_SOCKET.log"
+    grep -q "was left frozen" next-engine.err
     scancel "$JOB"
     slurm_wait_gone "$JOB" 60
     wait "$BG" || true; BG=
