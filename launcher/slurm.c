@@ -25,9 +25,9 @@
  *     cores:   step_<s>/user/cpuset.cpus where the cpuset controller is
  *              enabled there, else sched_setaffinity on every thread below
  *              step_<s>/user (as cgroup2.c does on machines like ours).
- *     This path follows Slurm's documented layout and is tested on a cgroup2
- *     tree built to that layout; it has not yet run under a real cgroup/v2
- *     Slurm (README).
+ *     Run under Debian's Slurm 22.05 with cgroup/v2 in the test VM
+ *     (tests/vm/40-slurm.bats): tasks in step_<s>/user/task_special of
+ *     system.slice/<node>_slurmstepd.scope (a build for multiple slurmd).
  *
  * Slurm stays in charge: no signal is ever sent (scontrol suspend in 22.05
  * uses SIGSTOP/SIGCONT; the freezer neither sends nor undoes them, so an
@@ -995,7 +995,9 @@ int cs_slurm_thaw_leftovers(void)
         glob_t g;
         if (mount_of(v2 ? NULL : "freezer", mnt, sizeof mnt) < 0)
             continue;
-        snprintf(pat, sizeof pat, v2 ? "%s/system.slice/slurmstepd.scope/job_*/step_*/user"
+        /* v2: slurmstepd.scope, or <node>_slurmstepd.scope where Slurm is
+         * built for multiple slurmd (Debian's 22.05: tests/vm/40-slurm.bats) */
+        snprintf(pat, sizeof pat, v2 ? "%s/system.slice/*slurmstepd.scope/job_*/step_*/user"
                                      : "%s/slurm*/uid_*/job_*/step_*", mnt);
         if (glob(pat, GLOB_NOSORT | GLOB_ONLYDIR, NULL, &g) != 0)
             continue;

@@ -23,12 +23,30 @@
 #   CS_PLUGIN       the plugin under test
 #   SLURM_EXTRA_CONF  (set before slurm_start) lines appended to slurm.conf,
 #                   e.g. "PreemptMode=GANG" for Slurm's own gang scheduling
+#   SLURM_CGROUP    (set before slurm_start) v1 (default) or v2: Slurm's
+#                   cgroup/v2 plugin, for a pure cgroup2 hierarchy (Slurm
+#                   refuses a hybrid one), run without systemd or dbus:
+#                   cgroup.conf says IgnoreSystemd=yes and CgroupAutomount=yes,
+#                   and each slurmd starts in a cgroup of its own,
+#                   system.slice/slurmd-<node>.service, where systemd would
+#                   have put it (tests/vm/40-slurm.bats; tests/vm/README)
+#   SLURM_NODE_ADDRS  (set before slurm_start) "NAME=ADDRESS ...": nodes on
+#                   separate machines (the two VMs of tests/vm/vmrun -n 2).
+#                   slurmctld runs here and listens on the first one's
+#                   address; here only the slurmd of the node named like this
+#                   machine (hostname) starts; each other node starts with
+#                   `slurm_start_node NAME` on its machine, given SLURM_DIR's
+#                   files at the same path there.  slurm_start does not wait
+#                   for the nodes then: slurm_wait_idle once all are started.
 #   SLURM_NODES     every node name (SLURM_NNODES=2 before slurm_start: two
 #                   slurmd on this machine, Debian's Slurm supports multiple
 #                   slurmd; the first is SLURM_NODE, the second SLURM_NODE"b")
 #
 # Functions:
 #   slurm_start [DIR]           start munged, slurmctld, slurmd; wait until idle
+#   slurm_start_node NAME       another machine's part (SLURM_NODE_ADDRS): with
+#                               SLURM_DIR's files copied there, start munged and
+#                               the slurmd of node NAME
 #   slurm_stop                  cancel every job, stop the daemons, remove Slurm's
 #                               cgroups of this node, pid files, stray slurmstepds
 #   slurm_require               in setup(): skip unless slurm_start succeeded
@@ -47,6 +65,13 @@
 #   slurm_jobs                  the ids of the jobs Slurm knows, one a line
 #   slurm_node_ok               the node is not drained/down (prints its state)
 #   slurm_step_cgroups          Slurm's cgroup directories of this node
+#   slurm_engine_start [ARGS]   a node engine on CS_SOCKET (cosched serve --detach,
+#                               quantum 2 s, no counters, ARGS added), as systemd
+#                               would start it; waits until it answers
+#   slurm_engine_pid            its pid (from a ping), empty when none answers
+#   slurm_engine_stop           SIGTERM to it, wait until it has exited
+#   slurm_step_dir JOB STEP [NODE]  the step's cgroup: v1, its freezer group;
+#                               v2, job_JOB/step_STEP in the node's stepd scope
 
 SLURM_SBIN=${SLURM_SBIN:-/usr/sbin}
 CS_PLUGIN=${CS_PLUGIN:-$COSCHED_BUILDDIR/plugin/cosched.so}
@@ -73,35 +98,55 @@ slurm_start() {
     [ -n "${BATS_FILE_TMPDIR:-}" ] && echo "$dir" > "$BATS_FILE_TMPDIR/slurm.dir"
     SLURM_DIR=$dir
     SLURM_NODE=cs$$
+    SLURM_CGROUP=${SLURM_CGROUP:-v1}
     SLURM_NODES=$SLURM_NODE
     [ "${SLURM_NNODES:-1}" -lt 2 ] || SLURM_NODES="$SLURM_NODE ${SLURM_NODE}b"
+    if [ -n "${SLURM_NODE_ADDRS:-}" ]; then
+        SLURM_NODES=$(for i in $SLURM_NODE_ADDRS; do echo "${i%%=*}"; done | tr '\n' ' ' | sed 's/ $//')
+        SLURM_NODE=$(hostname)
+    fi
     rm -rf "$SLURM_DIR"
     mkdir -p "$SLURM_DIR"/{state,spool,log,munge}
     chmod 755 "$SLURM_DIR"
     CS_SOCKET=$SLURM_DIR/e.sock
     SLURM_CONF=$SLURM_DIR/slurm.conf
-    export SLURM_DIR SLURM_NODE SLURM_NODES SLURM_CONF CS_SOCKET CS_PLUGIN
+    export SLURM_DIR SLURM_NODE SLURM_NODES SLURM_CONF CS_SOCKET CS_PLUGIN SLURM_CGROUP
 
     port=$(_slurm_free_port)
     _slurm_write_conf "$port" "$((port + 1))"
     slurm_plugstack start=none
-    { declare -p SLURM_DIR SLURM_NODE SLURM_NODES SLURM_CONF CS_SOCKET CS_PLUGIN | sed 's/^declare -[a-z-]* /export /'; } > "$SLURM_DIR/env"
+    { declare -p SLURM_DIR SLURM_NODES SLURM_CONF CS_SOCKET CS_PLUGIN SLURM_CGROUP | sed 's/^declare -[a-z-]* /export /'; } > "$SLURM_DIR/env"
+    # (each machine's own node name: not in env, which other machines share)
+    [ -n "${SLURM_NODE_ADDRS:-}" ] || echo "export SLURM_NODE=$SLURM_NODE" >> "$SLURM_DIR/env"
 
-    # a private munged: its own socket, the machine's key
-    chown munge:munge "$SLURM_DIR/munge"
-    chmod 755 "$SLURM_DIR/munge"
-    runuser -u munge -- "$SLURM_SBIN/munged" --socket="$SLURM_DIR/munge/munge.sock" \
-        --pid-file="$SLURM_DIR/munge/munged.pid" --log-file="$SLURM_DIR/munge/munged.log" \
-        --seed-file="$SLURM_DIR/munge/munged.seed" --key-file=/etc/munge/munge.key 2>"$SLURM_DIR/log/munged.err" ||
-        { _slurm_skip "munged did not start: $(cat "$SLURM_DIR/log/munged.err")"; return 0; }
+    _slurm_munged || { _slurm_skip "munged did not start: $(cat "$SLURM_DIR/log/munged.err")"; return 0; }
 
     "$SLURM_SBIN/slurmctld" -f "$SLURM_CONF" -i 2>"$SLURM_DIR/log/slurmctld.err" ||
         { _slurm_fail "slurmctld did not start"; return 1; }
     for i in $SLURM_NODES; do
-        "$SLURM_SBIN/slurmd" -f "$SLURM_CONF" -N "$i" 2>"$SLURM_DIR/log/slurmd.$i.err" ||
+        [ -z "${SLURM_NODE_ADDRS:-}" ] || [ "$i" = "$SLURM_NODE" ] || continue
+        _slurm_in_own_cgroup "$i" "$SLURM_SBIN/slurmd" -f "$SLURM_CONF" -N "$i" 2>"$SLURM_DIR/log/slurmd.$i.err" ||
             { _slurm_fail "slurmd -N $i did not start"; return 1; }
     done
-    slurm_wait_idle 60 || { _slurm_fail "the node did not become idle"; return 1; }
+    [ -n "${SLURM_NODE_ADDRS:-}" ] || slurm_wait_idle 60 || { _slurm_fail "the node did not become idle"; return 1; }
+}
+
+slurm_start_node() {
+    SLURM_NODE=$1
+    export SLURM_NODE
+    mkdir -p "$SLURM_DIR"/{state,spool,log,munge}
+    _slurm_munged || { echo "munged did not start: $(cat "$SLURM_DIR/log/munged.err")" >&2; return 1; }
+    _slurm_in_own_cgroup "$1" "$SLURM_SBIN/slurmd" -f "$SLURM_CONF" -N "$1" 2>"$SLURM_DIR/log/slurmd.$1.err" ||
+        { echo "slurmd -N $1 did not start: $(cat "$SLURM_DIR/log/slurmd.$1.err")" >&2; return 1; }
+}
+
+# a private munged: its own socket, the machine's key
+_slurm_munged() {
+    chown munge:munge "$SLURM_DIR/munge"
+    chmod 755 "$SLURM_DIR/munge"
+    runuser -u munge -- "$SLURM_SBIN/munged" --socket="$SLURM_DIR/munge/munge.sock" \
+        --pid-file="$SLURM_DIR/munge/munged.pid" --log-file="$SLURM_DIR/munge/munged.log" \
+        --seed-file="$SLURM_DIR/munge/munged.seed" --key-file=/etc/munge/munge.key 2>"$SLURM_DIR/log/munged.err"
 }
 
 slurm_stop() {
@@ -128,6 +173,7 @@ slurm_stop() {
     done
     for d in $(slurm_step_cgroups | awk '{ print length, $0 }' | sort -rn | cut -d' ' -f2-); do
         [ -f "$d/freezer.state" ] && { echo THAWED > "$d/freezer.state"; } 2>/dev/null
+        [ -f "$d/cgroup.freeze" ] && { echo 0 > "$d/cgroup.freeze"; } 2>/dev/null
         for i in 1 2 3 4 5; do rmdir "$d" 2>/dev/null && break; sleep 0.1; done
     done
     rm -rf "$SLURM_DIR"
@@ -198,6 +244,12 @@ slurm_node_ok() {
 slurm_step_cgroups() {
     local m n
     for n in $SLURM_NODES; do
+        if [ "${SLURM_CGROUP:-v1}" = v2 ]; then
+            for m in "$CGROUP_ROOT/system.slice/${n}_slurmstepd.scope" "$CGROUP_ROOT/system.slice/slurmd-$n.service"; do
+                [ -d "$m" ] && find "$m" -type d 2>/dev/null
+            done
+            continue
+        fi
         for m in "$CGROUP_ROOT"/*/; do
             [ -d "${m}slurm_$n" ] && find "${m}slurm_$n" -type d 2>/dev/null
         done
@@ -205,7 +257,44 @@ slurm_step_cgroups() {
     return 0
 }
 
+slurm_engine_start() {
+    "$COSCHED" serve --socket "$CS_SOCKET" --quantum 2s --counters none --detach "$@" 3>&- ||
+        { tail "$CS_SOCKET.log" >&2; return 1; }
+    wait_for 30 '[ -n "$(slurm_engine_pid)" ]'
+}
+
+slurm_engine_pid() {
+    "$COSCHED" status --json --socket "$CS_SOCKET" 2>/dev/null |
+        python3 -c 'import json,sys; print(json.load(sys.stdin)["engine"]["pid"])' 2>/dev/null || true
+}
+
+slurm_engine_stop() {
+    local p
+    p=$(slurm_engine_pid)
+    [ -z "$p" ] || { kill "$p"; wait_for 20 "! kill -0 $p 2>/dev/null"; }
+}
+
+slurm_step_dir() {
+    if [ "${SLURM_CGROUP:-v1}" = v2 ]; then
+        echo "$CGROUP_ROOT/system.slice/${3:-$SLURM_NODE}_slurmstepd.scope/job_$1/step_$2"
+    else
+        echo "$CGROUP_ROOT/freezer/slurm_${3:-$SLURM_NODE}/uid_0/job_$1/step_$2"
+    fi
+}
+
 # ------------------------------------------------------------------ internals
+
+# _slurm_in_own_cgroup NODE COMMAND...: under cgroup/v2, run COMMAND (slurmd)
+# in system.slice/slurmd-NODE.service, as systemd would: Slurm's cgroup/v2
+# takes the cgroup it starts in for its own and builds the stepd scope beside
+# it in system.slice.  Under v1, just run it.
+_slurm_in_own_cgroup() {
+    local cg=$CGROUP_ROOT/system.slice/slurmd-$1.service
+    shift
+    [ "${SLURM_CGROUP:-v1}" = v2 ] || { "$@"; return; }
+    mkdir -p "$cg" || return 1
+    ( echo "$BASHPID" > "$cg/cgroup.procs" && exec "$@" )
+}
 
 _slurm_skip() {
     SLURM_SKIP=$1
@@ -272,7 +361,16 @@ AccountingStorageType=accounting_storage/none
 JobCompType=jobcomp/none
 JobAcctGatherType=jobacct_gather/none
 EOF
-    if [ "$SLURM_NODES" = "$SLURM_NODE" ]; then
+    if [ -n "${SLURM_NODE_ADDRS:-}" ]; then
+        # one node per machine, by address; slurmctld on the first
+        local first=${SLURM_NODE_ADDRS%% *} na
+        sed -i -e "s|^SlurmctldHost=.*|SlurmctldHost=${first%%=*}(${first#*=})|" \
+            -e "s|^SlurmdPidFile=.*|SlurmdPidFile=$SLURM_DIR/slurmd.%n.pid|" \
+            -e "s|^SlurmdLogFile=.*|SlurmdLogFile=$SLURM_DIR/log/slurmd.%n.log|" "$SLURM_CONF"
+        for na in $SLURM_NODE_ADDRS; do
+            echo "NodeName=${na%%=*} NodeHostname=${na%%=*} NodeAddr=${na#*=} CPUs=$ncpu State=UNKNOWN" >> "$SLURM_CONF"
+        done
+    elif [ "$SLURM_NODES" = "$SLURM_NODE" ]; then
         echo "NodeName=$SLURM_NODE NodeHostname=localhost NodeAddr=127.0.0.1 CPUs=$ncpu State=UNKNOWN" >> "$SLURM_CONF"
     else
         # several slurmd on this machine: a port each, pid and log files per node name
@@ -287,8 +385,19 @@ EOF
     echo "PartitionName=test Nodes=${SLURM_NODES// /,} Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:4" >> "$SLURM_CONF"
     [ -z "${SLURM_EXTRA_CONF:-}" ] || printf '%s\n' "$SLURM_EXTRA_CONF" >> "$SLURM_CONF"
 
-    cat > "$SLURM_DIR/cgroup.conf" <<EOF
+    if [ "${SLURM_CGROUP:-v1}" = v2 ]; then
+        # no systemd, no dbus: Slurm builds its cgroups itself, and
+        # CgroupAutomount then enables the controllers on the way down
+        cat > "$SLURM_DIR/cgroup.conf" <<EOF
+CgroupPlugin=cgroup/v2
+IgnoreSystemd=yes
+CgroupAutomount=yes
+ConstrainCores=yes
+EOF
+    else
+        cat > "$SLURM_DIR/cgroup.conf" <<EOF
 CgroupPlugin=cgroup/v1
 ConstrainCores=yes
 EOF
+    fi
 }

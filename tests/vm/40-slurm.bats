@@ -1,0 +1,308 @@
+#!/usr/bin/env bats
+# tests/vm/40-slurm: the node engine and the SPANK plugin under a real Slurm
+# 22.05 (Debian's) with CgroupPlugin=cgroup/v2, inside the VM of
+# tests/vm/vmrun (8 CPUs, 2 sockets, pure cgroup2 with cpuset).  Skips
+# outside that VM: the host's hybrid cgroup mount is one Slurm's cgroup/v2
+# refuses ("Hybrid mode is not supported").
+#
+# Slurm runs without systemd or dbus (tests/helpers/slurm.bash, SLURM_CGROUP=v2:
+# cgroup.conf IgnoreSystemd=yes, CgroupAutomount=yes, ConstrainCores=yes;
+# slurmd started in system.slice/slurmd-<node>.service).  Slurm then builds
+# its own tree, Debian's build being one for multiple slurmd:
+#   system.slice/<node>_slurmstepd.scope/job_J/step_S/{slurm,user/task_T}
+# The engine freezes a step through step_S/user/cgroup.freeze and moves its
+# cores with step_S/user/cpuset.cpus (launcher/slurm.c); what is asserted is
+# what the kernel shows there - cgroup.events "frozen", cpuset.cpus and
+# cpuset.cpus.effective, the tasks' threads' Cpus_allowed_list - and what
+# Slurm says (squeue, sinfo), never only what cosched says.
+#
+# Steps run spin in bursts (spin -d) at nice 19, and states are sampled, not
+# stepped through: the emulated VM's shell is slower than a quantum.
+#
+# The engine is started by the test (`cosched serve --detach`, as systemd
+# would start it) before the steps, not on demand by the plugin: under
+# emulation it takes longer to start than the plugin may wait for an
+# answer (timeout_ms, at most 3 s), and the steps would run without
+# co-scheduling (each told so).  Everything after the start - registration,
+# freezing, moving cores, the guardian - is the same engine as on demand.
+
+load ../helpers/common
+load ../helpers/slurm
+
+setup_file() {
+    [ "${COSCHED_VM:-}" = 1 ] || return 0
+    SLURM_CGROUP=v2 slurm_start
+}
+
+teardown_file() {
+    slurm_stop
+}
+
+setup() {
+    [ "${COSCHED_VM:-}" = 1 ] || skip "runs in the test VM only (make check-vm)"
+    slurm_require
+    cd "$BATS_TEST_TMPDIR"
+    chmod 755 "$BATS_TEST_TMPDIR"
+    slurm_plugstack start=ondemand quantum_ms=2000 timeout_ms=3000
+    BG=
+    engine_start
+}
+
+teardown() {
+    [ -z "${BG:-}" ] || { kill "$BG" 2>/dev/null; wait "$BG" 2>/dev/null || true; }
+    [ -z "${SLURM_CONF:-}" ] || { scancel -u root 2>/dev/null || true; slurm_wait_idle 60 || true; }
+    stop_engine
+}
+
+engine_pid() { slurm_engine_pid; }
+engine_start() { slurm_engine_start; }
+stop_engine() { slurm_engine_stop; }
+
+# user J S: step J.S's user/ cgroup (its tasks' part; slurmstepd is in slurm/)
+user() { echo "$(slurm_step_dir "$1" "$2")/user"; }
+
+# frozen J S: the kernel's frozen state of step J.S's tasks (cgroup.events), GONE without the step
+frozen() {
+    awk '$1 == "frozen" { print $2; f = 1 } END { if (!f) print "GONE" }' "$(user "$1" "$2")/cgroup.events" 2>/dev/null ||
+        echo GONE
+}
+
+# tasks J S: the pids of step J.S's tasks (user/task_*/cgroup.procs)
+tasks() { cat "$(user "$1" "$2")"/task_*/cgroup.procs 2>/dev/null || true; }
+
+# start_steps POLICY CPUS N [SPIN ARGS]: an allocation of CPUS cpus on the node
+# with N overlapping steps of CPUS cpus each (spin, 2 threads, in bursts) under
+# --cosched=POLICY, in the background; sets JOB and BG; waits until every
+# step's first task is registered with the engine.
+start_steps() {
+    local pol=$1 cpus=$2 n=$3 i script=
+    shift 3
+    for ((i = 0; i < n; i++)); do
+        script+="srun --overlap -n1 -c$cpus nice -n 19 '$PROGS/spin' -t 2 -d 10000 -w 300 $* > step$i.out 2> step$i.err &
+        sleep 0.5
+        "
+    done
+    salloc -n1 -c"$cpus" --cosched="$pol" bash -c "$script wait" > salloc.out 2> salloc.err &
+    BG=$!
+    wait_for 60 '[ -n "$(squeue -h -o %i)" ]'
+    JOB=$(squeue -h -o %i | head -1)
+    for ((i = 0; i < n; i++)); do
+        wait_for 90 '[ -n "$(tasks $JOB '$i')" ]' || { cat salloc.err step*.err >&2; false; }
+        wait_for 60 '"$COSCHED" status --socket "$CS_SOCKET" | grep -q "^$JOB.'$i' "' ||
+            { cat salloc.err step*.err >&2; "$COSCHED" status --socket "$CS_SOCKET" >&2; false; }
+    done
+}
+
+@test "Slurm 22.05 with cgroup/v2 here: a task sits in job_J/step_S/user/task_* of the node's stepd scope, on its step's cores" {
+    run srun -n1 -c2 cat /proc/self/cgroup /proc/self/status
+    echo "$output"
+    [ "$status" -eq 0 ]
+    # (Slurm 22.05 leaves the task in task_special, the group of a step's
+    # processes it has no task id for)
+    [[ $output =~ 0::/system.slice/${SLURM_NODE}_slurmstepd.scope/job_([0-9]+)/step_0/user/task_[a-z0-9]+ ]] ||
+        { echo "the task's cgroup is not Slurm's cgroup/v2 layout (want 0::/system.slice/${SLURM_NODE}_slurmstepd.scope/job_J/step_0/user/task_*)" >&2; false; }
+    # two cpus of the eight (ConstrainCores=yes: the step's cpuset)
+    [[ $output =~ Cpus_allowed_list:[[:space:]]+([0-9,-]+) ]]
+    local cpus=${BASH_REMATCH[1]}
+    [ "$(cpu_count "$cpus")" = 2 ] || { echo "the task may run on $cpus, want 2 cpus" >&2; false; }
+}
+
+# Sampled like tests/vm/20-cgroup2's gang: a sample counts only when both
+# steps' cgroup.events read the same before and after the rest of it.
+@test "gang under Slurm cgroup/v2: one step frozen by step_S/user/cgroup.freeze at a time, both ways round" {
+    start_steps gang 4 2
+    local s1 s2 n=0 seen0=0 seen1=0 run pid eff th seq=
+    while [ $n -lt 60 ] && { [ $seen0 -eq 0 ] || [ $seen1 -eq 0 ]; }; do
+        n=$((n + 1))
+        sleep 0.3
+        s1=$(frozen "$JOB" 0)$(frozen "$JOB" 1)
+        seq+="$s1 "
+        case $s1 in 10) run=1 ;; 01) run=0 ;; *) run= ;; esac
+        if [ -n "$run" ]; then
+            eff=$(cat "$(user "$JOB" "$run")/cpuset.cpus.effective")
+            pid=$(tasks "$JOB" "$run" | head -n 1)
+            th=$(task_cpus "$pid")
+        fi
+        s2=$(frozen "$JOB" 0)$(frozen "$JOB" 1)
+        [ "$s1" = "$s2" ] || continue
+        case $s1 in
+        10|01)
+            # the running step keeps the whole allocation (gang moves no cores)
+            assert_equal "$th" "$eff" "Cpus_allowed_list of step $JOB.$run's task $pid vs its user/cpuset.cpus.effective"
+            assert_equal "$(cpu_count "$eff")" 4 "cpus of the running step $JOB.$run ($eff)"
+            [ "$s1" = 10 ] && seen0=1 || seen1=1 ;;
+        11) ;;      # a switch in progress
+        00) if [ $((seen0 + seen1)) -gt 0 ]; then
+                echo "sample $n: both steps running at once under gang" >&2; false
+            fi ;;
+        *GONE*) echo "sample $n: a step is gone: $s1" >&2; cat salloc.err step*.err >&2; false ;;
+        esac
+    done
+    [ $seen0 -eq 1 ] && [ $seen1 -eq 1 ] ||
+        { echo "after $n samples: step 0 seen frozen: $seen0, step 1: $seen1 (want both); samples: $seq" >&2
+          "$COSCHED" status --socket "$CS_SOCKET" >&2; tail -n 20 "$CS_SOCKET.log" >&2; false; }
+    "$COSCHED" status --socket "$CS_SOCKET" | tee st.txt
+    grep -Eq "^$JOB\.[01] .*frozen" st.txt
+    scancel "$JOB"
+    slurm_wait_gone "$JOB" 60
+    wait "$BG" || true; BG=
+    if grep 'cosched:' step0.err step1.err; then false; fi   # both were co-scheduled, nobody was told otherwise
+    slurm_node_ok
+}
+
+# cpu_count LIST: the number of cpus in a cpu list ("0-3,6" -> 5)
+cpu_count() {
+    local n=0 r a b
+    IFS=, read -ra rs <<< "$1"
+    for r in "${rs[@]}"; do
+        a=${r%-*} b=${r#*-}
+        n=$((n + b - a + 1))
+    done
+    echo "$n"
+}
+
+# flca with class hints on four steps of 8 cpus (a 16-thread plan for 8 cpus,
+# as in tests/vm/20-cgroup2): both a freeze and a confinement are seen, and a
+# running step's threads are inside its user/cpuset.cpus.effective.
+@test "flca under Slurm cgroup/v2: four steps frozen by cgroup.freeze and confined by user/cpuset.cpus, threads inside" {
+    local script= i c
+    for i in 0 1 2 3; do
+        c=S; [ $i = 2 ] && c=C; [ $i = 3 ] && c=N
+        script+="srun --overlap -n1 -c8 --cosched=flca:class=$c nice -n 19 '$PROGS/spin' -t 2 -d 10000 -w 300 > step$i.out 2> step$i.err &
+        sleep 0.5
+        "
+    done
+    salloc -n1 -c8 --cosched=flca bash -c "$script wait" > salloc.out 2> salloc.err &
+    BG=$!
+    wait_for 60 '[ -n "$(squeue -h -o %i)" ]'
+    JOB=$(squeue -h -o %i | head -1)
+    for i in 0 1 2 3; do
+        wait_for 90 '[ -n "$(tasks $JOB '$i')" ]' || { cat salloc.err step*.err >&2; false; }
+    done
+    local frozen=0 confined=0 stable=0 samples=0 u ev1 ev2 eff1 eff2 th p
+    while [ $samples -lt 8 ] || { { [ $frozen -eq 0 ] || [ $confined -eq 0 ]; } && [ $samples -lt 30 ]; }; do
+        samples=$((samples + 1))
+        for i in 0 1 2 3; do
+            u=$(user "$JOB" "$i")
+            p=$(tasks "$JOB" "$i" | head -n 1)
+            [ -n "$p" ] || continue
+            ev1=$(tr '\n' ' ' < "$u/cgroup.events") eff1=$(cat "$u/cpuset.cpus.effective")
+            th=$(task_cpus "$p")
+            ev2=$(tr '\n' ' ' < "$u/cgroup.events") eff2=$(cat "$u/cpuset.cpus.effective")
+            [ "$ev1" = "$ev2" ] && [ "$eff1" = "$eff2" ] || continue
+            case $ev1 in
+            *"frozen 1"*) frozen=$((frozen + 1)) ;;
+            *"frozen 0"*)
+                stable=$((stable + 1))
+                assert_equal "$th" "$eff1" "step $JOB.$i (task $p): threads' Cpus_allowed_list vs $u/cpuset.cpus.effective"
+                if [ "$eff1" != 0-7 ]; then
+                    confined=$((confined + 1))
+                    # the engine's write, not a cpuset Slurm set: user/cpuset.cpus says so
+                    assert_equal "$(cat "$u/cpuset.cpus")" "$eff1" "$u/cpuset.cpus of the confined step"
+                fi ;;
+            esac
+        done
+    done
+    "$COSCHED" status --socket "$CS_SOCKET" || true
+    echo "samples $samples: $frozen frozen, $stable running (of which $confined confined) step observations"
+    [ "$frozen" -gt 0 ] || { echo "flca never froze a step (4 x 8-cpu steps on 8 cpus)" >&2; false; }
+    [ "$confined" -gt 0 ] || { echo "flca never confined a running step to fewer than 8 cpus" >&2; false; }
+    scancel "$JOB"
+    slurm_wait_gone "$JOB" 60
+    wait "$BG" || true; BG=
+    slurm_node_ok
+}
+
+@test "scancel of a job whose step is frozen: Slurm kills it, the node stays up, nothing is left frozen or alive" {
+    start_steps gang 4 2
+    wait_for 60 '[ "$(frozen $JOB 0)" = 1 ] || [ "$(frozen $JOB 1)" = 1 ]'
+    local pids p d
+    pids=$(tasks "$JOB" 0; tasks "$JOB" 1)
+    [ -n "$pids" ]
+    scancel "$JOB"
+    slurm_wait_gone "$JOB" 60
+    wait "$BG" || true; BG=
+    for p in $pids; do if pid_alive "$p"; then echo "pid $p of the cancelled job is alive" >&2; false; fi; done
+    # Slurm removed the job's cgroups; whatever of its node's tree is left is not frozen
+    wait_for 30 '[ ! -d "$(slurm_step_dir $JOB 0)" ] && [ ! -d "$(slurm_step_dir $JOB 1)" ]'
+    for d in $(slurm_step_cgroups); do
+        [ ! -f "$d/cgroup.freeze" ] || assert_equal "$(cat "$d/cgroup.freeze")" 0 "$d/cgroup.freeze"
+    done
+    slurm_node_ok
+}
+
+@test "the engine killed with SIGKILL: its guardian thaws the frozen step (gang) and gives confined steps their cores back (tft)" {
+    start_steps gang 4 2
+    wait_for 60 '[ "$(frozen $JOB 0)" = 1 ] || [ "$(frozen $JOB 1)" = 1 ]'
+    local p s want
+    want=$(cat "$(slurm_step_dir "$JOB" 0)/cpuset.cpus.effective")
+    p=$(engine_pid)
+    [ -n "$p" ]
+    kill -KILL "$p"
+    wait_for 20 '[ "$(frozen $JOB 0)" = 0 ] && [ "$(frozen $JOB 1)" = 0 ]'
+    for s in 0 1; do
+        assert_equal "$(cat "$(user "$JOB" $s)/cgroup.freeze")" 0 "step $s user/cgroup.freeze"
+        assert_equal "$(task_cpus "$(tasks "$JOB" $s | head -n 1)")" "$want" "step $s's task's cpus"
+    done
+    scancel "$JOB"
+    slurm_wait_gone "$JOB" 60
+    wait "$BG" || true; BG=
+    slurm_wait_idle 60
+    engine_start
+
+    # tft: two 8-cpu steps folded onto a socket each
+    start_steps tft 8 2
+    wait_for 60 '[ "$(cat $(user $JOB 0)/cpuset.cpus.effective)" != 0-7 ] && [ "$(cat $(user $JOB 1)/cpuset.cpus.effective)" != 0-7 ]' ||
+        { "$COSCHED" status --socket "$CS_SOCKET" >&2; false; }
+    for s in 0 1; do
+        p=$(tasks "$JOB" $s | head -n 1)
+        wait_for 10 '[ "$(task_cpus '$p')" = "$(cat $(user $JOB '$s')/cpuset.cpus.effective)" ]'
+    done
+    p=$(engine_pid)
+    kill -KILL "$p"
+    for s in 0 1; do
+        p=$(tasks "$JOB" $s | head -n 1)
+        wait_for 20 '[ "$(cat $(user $JOB '$s')/cpuset.cpus.effective)" = 0-7 ] && [ "$(task_cpus '$p')" = 0-7 ]' ||
+            { echo "step $s: user/cpuset.cpus '$(cat "$(user "$JOB" $s)/cpuset.cpus")'" >&2; false; }
+        assert_equal "$(frozen "$JOB" $s)" 0 "step $s frozen"
+    done
+    scancel "$JOB"
+    slurm_wait_gone "$JOB" 60
+    wait "$BG" || true; BG=
+    slurm_node_ok
+}
+
+# Slurm 22.05 freezes a step only for the instant it signals it, so a step
+# left frozen at an engine's start is a dead engine's: cs_slurm_thaw_leftovers
+# looks for them where Slurm's cgroup/v2 puts steps - in Debian's build (one
+# for multiple slurmd) system.slice/<node>_slurmstepd.scope, not
+# system.slice/slurmstepd.scope.  The held records (which also thaw) are
+# removed here so that only that search can find the step.
+@test "engine and guardian both killed, their records lost: the next engine finds the step left frozen in <node>_slurmstepd.scope and thaws it" {
+    start_steps gang 4 2
+    wait_for 60 '[ "$(frozen $JOB 0)" = 1 ] || [ "$(frozen $JOB 1)" = 1 ]'
+    local p g
+    p=$(engine_pid)
+    g=$(pgrep -x cosched-guard)
+    [ -n "$p" ] && [ "$(echo "$g" | wc -w)" = 1 ] || { echo "engine '$p', guardians '$g' (want one each)" >&2; false; }
+    # the guardian stopped first: it must not see the engine die
+    kill -STOP "$g"
+    kill -KILL "$p"
+    kill -KILL "$g"
+    wait_for 10 "! kill -0 $p 2>/dev/null && ! kill -0 $g 2>/dev/null"
+    rm -f "$CS_SOCKET".held/*
+    case $(frozen "$JOB" 0)$(frozen "$JOB" 1) in
+    10|01) ;;
+    *) echo "want one step left frozen, got $(frozen "$JOB" 0)$(frozen "$JOB" 1)" >&2; false ;;
+    esac
+    # the next engine (systemd would restart it; on demand, the next step
+    # would); it thaws before it detaches, saying so on its stderr
+    engine_start 2> next-engine.err || { cat next-engine.err >&2; false; }
+    cat next-engine.err
+    wait_for 60 '[ "$(frozen $JOB 0)" = 0 ] && [ "$(frozen $JOB 1)" = 0 ]' || { tail "$CS_SOCKET.log" >&2; false; }
+    grep -q "was left frozen" next-engine.err
+    scancel "$JOB"
+    slurm_wait_gone "$JOB" 60
+    wait "$BG" || true; BG=
+    slurm_node_ok
+}
