@@ -1,0 +1,27 @@
+/*
+ * cli/cli.h - the commands of the cosched program (main.c dispatches): each
+ * checks every input before anything starts, fills the state of a run and
+ * hands it to the engine, the node engine or the simulator.  May use every
+ * other folder of launcher/; nothing uses cli/.
+ */
+#ifndef COSCHED_CLI_H
+#define COSCHED_CLI_H
+#include <stdio.h>
+
+int cs_cmd_run(int argc, char **argv);
+/* `cosched classify [options] -- CMD [ARGS]`: characterize one program
+ * alone (policy classify), print and store the result.  0 when a result was
+ * printed, 1 when the program failed before one, 2 usage. */
+int cs_cmd_classify(int argc, char **argv);
+int cs_cmd_topology(int argc, char **argv);
+int cs_cmd_policies(int argc, char **argv);
+/* serve.c: the node engine (`cosched serve`) and its client (`cosched status`). */
+int cs_cmd_serve(int argc, char **argv);
+int cs_cmd_status(int argc, char **argv);
+/* simulate.c: `cosched simulate`, policies on a simulated node in virtual
+ * time.  0, 1 when a run failed, 2 for a usage or model-file error. */
+int cs_cmd_simulate(int argc, char **argv);
+
+/* The policy search path, most specific first (see cosched(1) FILES). */
+char **cs_policy_search_path(char **extra, int nextra, int *n);
+#endif
