@@ -320,6 +320,7 @@ out:
 
 static int run_policy(struct setup *su, const char *policy, const char *tracefile, struct result *r)
 {
+    struct cs_sim *sim = NULL;
     struct cs_engine e = { .quantum = su->quantum, .window = su->window, .output = CS_OUT_INHERIT,
                            .kill_timeout = 0 };
     int rc = -1;
@@ -332,11 +333,13 @@ static int run_policy(struct setup *su, const char *policy, const char *tracefil
     e.jobs = make_jobs(su->w, su->n);
     e.njobs = su->n;
     e.run_id = strdup("sim");
-    e.sim = cs_sim_new(su->node, su->apps, su->model, su->seed, su->noise, su->topo);
+    sim = cs_sim_new(su->node, su->apps, su->model, su->seed, su->noise, su->topo);
+    e.host = &cs_sim_host;
+    e.host_arg = sim;
     if (su->record)
-        cs_sim_record(e.sim);
+        cs_sim_record(sim);
     for (int i = 0; i < su->n; i++)
-        if (cs_sim_add_job(e.sim, e.jobs[i], su->w[i].app, su->w[i].home) < 0)
+        if (cs_sim_add_job(sim, e.jobs[i], su->w[i].app, su->w[i].home) < 0)
             goto out;
     if ((e.policy = load_variant(policy, su->search, su->nsearch)) == NULL)
         goto out;
@@ -355,11 +358,11 @@ static int run_policy(struct setup *su, const char *policy, const char *tracefil
     r->cls = calloc(su->n, 1);
     for (int i = 0; i < su->n; i++) {
         struct cs_job *j = e.jobs[i];
-        r->completions[i] = j->runs_done + (j->failed ? 0 : cs_sim_fraction(e.sim, j));
+        r->completions[i] = j->runs_done + (j->failed ? 0 : cs_sim_fraction(sim, j));
         r->cpu_s[i] = j->cpu_ns * 1e-9;
         r->cls[i] = j->result ? j->result->cls : 0;
     }
-    r->cfgs = cs_sim_take_configs(e.sim, &r->ncfgs);
+    r->cfgs = cs_sim_take_configs(sim, &r->ncfgs);
     rc = 0;
 out:
     if (e.trace)
@@ -370,7 +373,7 @@ out:
         cs_job_free(e.jobs[i]);
     free(e.jobs);
     free(e.run_id);
-    cs_sim_free(e.sim);
+    cs_sim_free(sim);
     return rc;
 }
 

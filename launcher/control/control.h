@@ -63,8 +63,6 @@ extern const struct cs_control_ops cs_control_cgroup2;
 extern const struct cs_control_ops cs_control_signals;
 /* Slurm steps (slurm.c): Slurm's own step cgroups, v1 or v2 layout. */
 extern const struct cs_control_ops cs_control_slurm;
-/* A simulated node (control_sim.c): acts on e->sim; never chosen by name. */
-extern const struct cs_control_ops cs_control_sim;
 /* Check that pid is a task of Slurm step job.step (its cgroups say so) and
  * give the cores of the step's allocation and the step's cgroup on this node
  * (where: it tells the parts of a step on several nodes of one machine

@@ -219,6 +219,7 @@ struct cs_control_ops;
 struct cs_counter_ops;
 struct cs_profile;
 struct cs_policy;
+struct cs_host_ops;
 
 /* ------------------------------------------------------------------ numa */
 /* Where process pid's resident memory is: bytes per NUMA node (os index),
@@ -273,6 +274,10 @@ int cs_store_result(struct cs_store *s, struct cs_job *j, const struct cs_stored
 void cs_store_job_free(struct cs_job *j);
 /* The store file of j's key (NULL: no key). */
 const char *cs_store_job_file(const struct cs_job *j);
+/* The policy handed back a characterization result r for job j: traced (in
+ * e->trace), and counted unless degraded (j->characterized; more than one is
+ * a re-characterization). */
+void cs_job_characterized(struct cs_engine *e, struct cs_job *j, const struct cs_stored *r);
 
 /* ---------------------------------------------------------------- engine */
 enum cs_output_mode { CS_OUT_PREFIX, CS_OUT_FILES, CS_OUT_INHERIT };
@@ -317,17 +322,16 @@ struct cs_engine {
     void (*on_plan)(struct cs_engine *e);
     void *on_plan_arg;
 
-    /* node engine mode (serve.c, NULL otherwise): jobs are Slurm steps that
-     * register over a socket instead of being forked; the engine runs until
-     * SIGTERM/SIGINT or idle-exit, never signals a job, and releases every
-     * job (thawed, given back its cores) when it stops. */
-    struct cs_serve *serve;
+    /* someone reads plan()'s third value, the policy's explanations (the
+     * node engine: `cosched status`): the snapshot says so (explain) */
+    int explain;
 
-    /* simulated node (sim.c, `cosched simulate`; NULL otherwise): time is
-     * the model's virtual clock, no job is forked, no guardian or cgroup is
-     * used; the control and counter backends are the "sim" ones, which act
-     * on the model.  See "Simulated node" below. */
-    struct cs_sim *sim;
+    /* who the jobs belong to when the engine does not fork them itself -
+     * the node engine (Slurm steps) or the simulated node - and that host's
+     * own state; NULL for `cosched run` (engine/engine.h, struct
+     * cs_host_ops) */
+    const struct cs_host_ops *host;
+    void *host_arg;
 };
 
 

@@ -775,3 +775,16 @@ fail:
     free(tmp);
     return -1;
 }
+
+void cs_job_characterized(struct cs_engine *e, struct cs_job *j, const struct cs_stored *r)
+{
+    if (!r->degraded)           /* a degraded result measured nothing */
+        j->characterized++;
+    if (e->trace == NULL)
+        return;
+    fprintf(e->trace, "{\"type\":\"characterized\",\"time\":%.6f,\"id\":%d,\"name\":", cs_now() - e->t0, j->id);
+    cs_json_str(e->trace, j->name);
+    fprintf(e->trace, ",\"class\":\"%c\",\"degraded\":%s,\"count\":%d}\n", r->cls ? r->cls : '?',
+            r->degraded ? "true" : "false", j->characterized);
+    fflush(e->trace);
+}

@@ -70,9 +70,6 @@ extern const struct cs_counter_ops cs_counters_none;
 extern const struct cs_counter_ops cs_counters_perf;
 extern const struct cs_counter_ops cs_counters_replay;
 extern const struct cs_counter_ops cs_counters_likwid;
-/* A simulated node's events (counters_sim.c, `cosched simulate`): the
- * profile's events are mapped by name to the model's (sim.h). */
-extern const struct cs_counter_ops cs_counters_sim;
 
 /* Which events of p this backend can count here: countable[i] set per event
  * (may be NULL); returns how many, -1 on error; why says what is missing. */

@@ -10,11 +10,13 @@
  *   end:    every job released (thawed, unconfined, cgroups removed)
  *           -> backend fini -> guardian told "done" -> summary
  *
- * On a simulated node (e->sim, `cosched simulate`) the same loop runs in the
- * model's virtual time: instances start in the model instead of being forked,
- * a step is waited for by advancing the model (cs_sim_advance), an instance
- * that completes in the model ends exactly like a reaped one, and there is
- * no guardian, no signal handling and no job output (cosched.h).
+ * On a host in virtual time (e->host with advance(): `cosched simulate`) the
+ * same loop runs in the model's virtual time: instances start in the model
+ * instead of being forked, a step is waited for by advancing the model, an
+ * instance that completes in the model ends exactly like a reaped one, and
+ * there is no guardian, no signal handling and no job output.  With a host
+ * of external jobs (the node engine) jobs come and go through the host's
+ * descriptors.  engine.h, struct cs_host_ops, says what each host does.
  *
  * A job that ends (or is restarted under --window) ends the epoch at once and
  * the policy is asked again.  A policy that fails gets the fallback plan for
@@ -47,8 +49,18 @@
 #include "counters/counters.h"
 #include "policy/policy.h"
 #include "shared/ompinject.h"
-#include "sim/sim.h"
-#include "node/node.h"
+
+/* The run's host (engine.h, struct cs_host_ops): a model in virtual time, or
+ * jobs that register from outside; neither for `cosched run`. */
+static int virtual_time(const struct cs_engine *e)
+{
+    return e->host && e->host->advance;
+}
+
+static int external_jobs(const struct cs_engine *e)
+{
+    return e->host && e->host->external_jobs;
+}
 
 /* ------------------------------------------------------------ output */
 
@@ -151,19 +163,6 @@ static void trace_job_event(struct cs_engine *e, struct cs_job *j, const char *e
             fprintf(e->trace, ",\"signal\":%d", WTERMSIG(status));
     }
     fprintf(e->trace, "}\n");
-    fflush(e->trace);
-}
-
-void cs_engine_characterized(struct cs_engine *e, struct cs_job *j, const struct cs_stored *r)
-{
-    if (!r->degraded)           /* a degraded result measured nothing */
-        j->characterized++;
-    if (e->trace == NULL)
-        return;
-    fprintf(e->trace, "{\"type\":\"characterized\",\"time\":%.6f,\"id\":%d,\"name\":", cs_now() - e->t0, j->id);
-    cs_json_str(e->trace, j->name);
-    fprintf(e->trace, ",\"class\":\"%c\",\"degraded\":%s,\"count\":%d}\n", r->cls ? r->cls : '?',
-            r->degraded ? "true" : "false", j->characterized);
     fflush(e->trace);
 }
 
@@ -302,17 +301,17 @@ static void instance_begun(struct cs_job *j, pid_t pid)
     j->last_run_end = j->t_instance_start;
 }
 
-/* Simulated node: the model starts the instance (no process); it is put
- * under the sim control backend's control as a forked one would be, frozen
+/* A host in virtual time: its model starts the instance (no process); it is put
+ * under the control backend's control as a forked one would be, frozen
  * until the plan runs it. */
-static int start_sim_instance(struct cs_engine *e, struct cs_job *j)
+static int start_model_instance(struct cs_engine *e, struct cs_job *j)
 {
-    if (cs_sim_start(e->sim, j) < 0)
+    if (e->host->start(e, j) < 0)
         return -1;
     instance_begun(j, 0);
     if (e->ctl->job_attach(e, j, 0) < 0 || e->ctl->set_cpus(e, j, cs_job_home(e, j), j->mems) < 0) {
         cs_err("job %d (%s): could not be put under control; it is not started", j->id, j->name);
-        cs_sim_kill(e->sim, j);
+        e->host->kill(e, j);
         return -1;
     }
     hwloc_bitmap_copy(j->cpus, cs_job_home(e, j));
@@ -334,8 +333,8 @@ static int start_instance(struct cs_engine *e, struct cs_job *j)
     int go[2], ofd, efd;
     pid_t pid;
 
-    if (e->sim)
-        return start_sim_instance(e, j);
+    if (virtual_time(e))
+        return start_model_instance(e, j);
     if (job_outputs(e, j, &ofd, &efd) < 0)
         return -1;
     if (pipe2(go, O_CLOEXEC) < 0) {
@@ -393,7 +392,7 @@ fail_out:
 }
 
 /*
- * Node engine (serve.c): a job that exists already - the first task of a
+ * A host of external jobs (the node engine): a job that exists already - the first task of a
  * Slurm step, inside Slurm's cgroups - is put under control: attached,
  * confined to its allocation and frozen until a plan runs it (the epoch in
  * progress is cut and the policy asked: most run it a switch later; a policy
@@ -666,7 +665,7 @@ static void step_end(struct cs_engine *e, struct stepstate *ss, const int *was_l
         double cpu;
         if (!was_live[i])
             continue;
-        if (e->serve && j->state != CS_JOB_LIVE)
+        if (external_jobs(e) && j->state != CS_JOB_LIVE)
             continue;   /* a step that left during the step: released, its counts with it */
         if (e->ctl->cpu_time(e, j, &ns) < 0)
             ns = j->cpu_mark;
@@ -749,7 +748,7 @@ struct runstate {
 
 void cs_engine_stop_job(struct cs_engine *e, struct cs_job *j)
 {
-    if (j->state != CS_JOB_LIVE || j->pid <= 0 || j->stop_deadline > 0 || e->serve || e->sim)
+    if (j->state != CS_JOB_LIVE || j->pid <= 0 || j->stop_deadline > 0 || external_jobs(e) || virtual_time(e))
         return;
     j->stop_deadline = cs_now() + e->kill_timeout;
     if (j->frozen && e->ctl->thaw(e, j) == 0)   /* a frozen task cannot act on SIGTERM */
@@ -786,7 +785,7 @@ static int job_still_restartable(struct cs_engine *e, struct runstate *rs)
  * The instance of job j ended with wait status `status` (rusage ru, NULL on a
  * simulated node): account it, then restart the job under --window or end it.
  * Both ways an instance ends - reaped (reap) or completed in the model
- * (sim_wait_step) - go through here.
+ * (model_wait_step) - go through here.
  */
 static void instance_end(struct cs_engine *e, struct runstate *rs, struct cs_job *j, int status,
                          const struct rusage *ru)
@@ -860,27 +859,27 @@ static int reap(struct cs_engine *e, struct runstate *rs)
     return ended;
 }
 
-/* Simulated node: the model runs to `until` or to the first completion in
+/* A host in virtual time: the model runs to `until` or to the first completion in
  * the step; completed instances end as reaped ones do.  1 when some ended. */
-static int sim_wait_step(struct cs_engine *e, struct runstate *rs, double until)
+static int model_wait_step(struct cs_engine *e, struct runstate *rs, double until)
 {
     struct cs_job *ended[e->njobs + 1];
-    int n = cs_sim_advance(e->sim, until, ended);
+    int n = e->host->advance(e, until, ended);
 
     for (int k = 0; k < n; k++)
         instance_end(e, rs, ended[k], 0, NULL);
     return n > 0;
 }
 
-/* Simulated node: end every live instance as killed by SIGKILL (the window
+/* A host in virtual time: end every live instance as killed by SIGKILL (the window
  * closed, or the run is aborted). */
-static void sim_kill_all(struct cs_engine *e, struct runstate *rs)
+static void model_kill_all(struct cs_engine *e, struct runstate *rs)
 {
     for (int i = 0; i < e->njobs; i++) {
         struct cs_job *j = e->jobs[i];
         if (j->state != CS_JOB_LIVE)
             continue;
-        cs_sim_kill(e->sim, j);
+        e->host->kill(e, j);
         instance_end(e, rs, j, SIGKILL, NULL);
     }
 }
@@ -888,7 +887,7 @@ static void sim_kill_all(struct cs_engine *e, struct runstate *rs)
 static void forward_signal(struct cs_engine *e, int sig)
 {
     unleash_all(e);
-    if (e->serve)      /* Slurm's steps: Slurm signals them, never the node engine */
+    if (external_jobs(e))      /* Slurm's steps: Slurm signals them, never the node engine */
         return;
     for (int i = 0; i < e->njobs; i++)
         if (e->jobs[i]->state == CS_JOB_LIVE && e->jobs[i]->pid > 0)
@@ -905,7 +904,7 @@ static int on_signal(struct cs_engine *e, struct runstate *rs)
         int sig = (int)si.ssi_signo;
         if (sig == SIGCHLD)
             continue;
-        if (e->serve) {
+        if (external_jobs(e)) {
             if (!rs->stopping)
                 cs_info("received %s: giving every step back to Slurm (thawed, on its own cores) and exiting",
                         strsignal(sig));
@@ -941,25 +940,25 @@ static int wait_step(struct cs_engine *e, struct runstate *rs, double until)
     static int pfcap;
     static int poll_failed;
 
-    if (e->sim)
-        return sim_wait_step(e, rs, until);
+    if (virtual_time(e))
+        return model_wait_step(e, rs, until);
     for (;;) {
         int n = 0, ms;
         double left = until - cs_now();
 
-        int nserve = e->serve ? cs_serve_nfds(e) : 0;
+        int nhost = e->host && e->host->nfds ? e->host->nfds(e) : 0;
         out_compact();
-        if (pfcap < 1 + nouts + nserve) {
-            struct pollfd *np = realloc(pf, (1 + nouts + nserve) * sizeof *pf);
+        if (pfcap < 1 + nouts + nhost) {
+            struct pollfd *np = realloc(pf, (1 + nouts + nhost) * sizeof *pf);
             if (np == NULL) {
                 cs_err("out of memory waiting for %d job output pipe(s)", nouts);
                 return 1;
             }
             pf = np;
-            pfcap = 1 + nouts + nserve;
+            pfcap = 1 + nouts + nhost;
         }
 
-        if (rs->stopping && e->serve)
+        if (rs->stopping && external_jobs(e))
             return 1;
         if (rs->stopping) {
             double kl = rs->kill_deadline - cs_now();
@@ -979,9 +978,9 @@ static int wait_step(struct cs_engine *e, struct runstate *rs, double until)
         pf[n++] = (struct pollfd){ .fd = rs->sfd, .events = POLLIN };
         for (int i = 0; i < nouts; i++)
             pf[n++] = (struct pollfd){ .fd = outs[i].fd, .events = POLLIN };
-        if (e->serve)
-            nserve = cs_serve_pollfds(e, pf + n, nserve);
-        n += nserve;
+        if (nhost > 0)
+            nhost = e->host->pollfds(e, pf + n, nhost);
+        n += nhost;
         ms = (int)ceil(left * 1000.0);
         if (poll(pf, n, ms) < 0) {
             if (errno == EINTR)
@@ -999,9 +998,9 @@ static int wait_step(struct cs_engine *e, struct runstate *rs, double until)
                 out_read(&outs[i]);
         if ((pf[0].revents & POLLIN) && on_signal(e, rs))
             return 1;
-        if (nserve > 0 && cs_serve_ready(e, pf + 1 + nouts, nserve))
+        if (nhost > 0 && e->host->ready(e, pf + 1 + nouts, nhost))
             return 1;
-        if (rs->stopping && (nlive(e) == 0 || e->serve))
+        if (rs->stopping && (nlive(e) == 0 || external_jobs(e)))
             return 1;
     }
 }
@@ -1091,7 +1090,7 @@ int cs_engine_run(struct cs_engine *e)
     if (e->run_id == NULL)
         e->run_id = cs_strdup_printf("%d", (int)getpid());
 
-    if (e->sim)
+    if (virtual_time(e))
         goto started;   /* nothing to forward, nothing to guard: the jobs are the model's */
     sigemptyset(&set);
     sigaddset(&set, SIGCHLD);
@@ -1139,8 +1138,8 @@ started:
             e->jobs[i]->state = CS_JOB_ENDED;
             /* nothing of it ran; stop the others too: the run would not be what was asked */
             rs.aborted = rs.stopping = 1;
-            if (e->sim) {
-                sim_kill_all(e, &rs);
+            if (virtual_time(e)) {
+                model_kill_all(e, &rs);
                 break;
             }
             forward_signal(e, SIGKILL);
@@ -1150,9 +1149,9 @@ started:
         }
 
     for (;;) {
-        if (e->serve) {
+        if (external_jobs(e)) {
             /* node engine: jobs come and go; it stops on a signal or when idle */
-            if (rs.stopping || cs_serve_tidy(e))
+            if (rs.stopping || (e->host->tidy && e->host->tidy(e)))
                 break;
             if (nlive(e) == 0) {
                 wait_step(e, &rs, cs_now() + 1.0);
@@ -1166,8 +1165,8 @@ started:
             rs.window_closed = 1;
             cs_info("window of %g s closed: stopping the running instances", e->window);
             istep = plan.nsteps;   /* the old plan must not freeze them again */
-            if (e->sim) {
-                sim_kill_all(e, &rs);
+            if (virtual_time(e)) {
+                model_kill_all(e, &rs);
                 continue;
             }
             forward_signal(e, SIGKILL);
@@ -1225,15 +1224,15 @@ started:
     }
     if (e->progress)
         fprintf(stderr, "\n");
-    status = e->serve ? 0 : exit_status(e, &rs);
-    if (e->serve)
+    status = external_jobs(e) ? 0 : exit_status(e, &rs);
+    if (external_jobs(e))
         nprepared = e->njobs;   /* every job it holds was adopted */
 
 release:
     /* the jobs are gone (or never started): release their containers */
     for (int i = 0; i < nprepared; i++) {
         struct cs_job *j = e->jobs[i];
-        if (j->state == CS_JOB_LIVE && j->pid > 0 && !e->serve) {   /* only after a failed start */
+        if (j->state == CS_JOB_LIVE && j->pid > 0 && !external_jobs(e)) {   /* only after a failed start */
             unleash_all(e);
             killpg(j->pid, SIGKILL);
             waitpid(j->pid, NULL, 0);
@@ -1246,7 +1245,7 @@ release:
     e->cnt->fini(e);
     cs_guard_done();
     out_drain_all();
-    if (nprepared == e->njobs && !e->serve && cs_verbosity >= CS_LOG_INFO)   /* --quiet: none */
+    if (nprepared == e->njobs && !external_jobs(e) && cs_verbosity >= CS_LOG_INFO)   /* --quiet: none */
         print_summary(e);
 out:
     cs_plan_free(&plan);

@@ -10,7 +10,7 @@
 
 #include "core/core.h"
 
-/* The engine's side of serve.c:
+/* For a host of external jobs (the node engine):
  * adopt: j (id, name, threads, allowed filled; ctl/cnt state empty) becomes a
  *   live job whose first task is pid: prepared, attached, confined to its
  *   allowed cores and frozen (unless nofreeze) until the plan runs it.
@@ -25,9 +25,45 @@ int cs_engine_run(struct cs_engine *e);  /* exit status for main() */
  * process group, SIGKILL after e->kill_timeout.  Its end is then neither a
  * failure nor restarted. */
 void cs_engine_stop_job(struct cs_engine *e, struct cs_job *j);
-/* The policy handed back a characterization result r for job j: traced, and
- * counted unless degraded (j->characterized; more than one is a
- * re-characterization). */
-void cs_engine_characterized(struct cs_engine *e, struct cs_job *j, const struct cs_stored *r);
+
+/*
+ * The host of a run whose jobs the engine does not fork itself (e->host;
+ * NULL for `cosched run`: jobs forked, signals forwarded to them, a
+ * guardian).  The node engine (node/serve.c) and the simulated node
+ * (sim/sim.c) each fill one and set e->host and e->host_arg (their own
+ * state) before cs_engine_run(), as a command registers on_plan: the engine
+ * calls them and knows neither by name.
+ *
+ *  - Virtual time (start, advance and kill set: the simulated node).  An
+ *    instance starts in the host's model instead of fork/exec (the control
+ *    backend then attaches, confines and freezes it as usual); a step is
+ *    waited for with advance(): the model runs to `until` or to the first
+ *    instance completion before it (the clock stops there), and the jobs
+ *    whose instance completed come back in ended[] (at most e->njobs) and
+ *    end exactly like reaped ones (exit 0); a --window closes by kill() of
+ *    every live instance (they end as killed by SIGKILL, not a failure).
+ *    No signal handling, no guardian, no job output.
+ *  - Jobs from outside (external_jobs set: the node engine).  Jobs register
+ *    through the host's descriptors (nfds, pollfds, ready) and are adopted
+ *    with cs_engine_adopt(); the engine runs until SIGTERM/SIGINT or until
+ *    tidy() says stop, never signals a job, releases every job (thawed,
+ *    given back its cores) when it stops, and exits 0.
+ */
+struct pollfd;
+struct cs_host_ops {
+    const char *name;
+    int external_jobs;
+    int (*start)(struct cs_engine *e, struct cs_job *j);
+    int (*advance)(struct cs_engine *e, double until, struct cs_job **ended);
+    void (*kill)(struct cs_engine *e, struct cs_job *j);
+    /* upper bound of pollfds(); the fds to watch beside the engine's own */
+    int (*nfds)(struct cs_engine *e);
+    int (*pollfds)(struct cs_engine *e, struct pollfd *pf, int max);
+    /* handle what poll() reported for them; 1 when the set of jobs changed
+     * (the epoch ends, the policy is asked again) */
+    int (*ready)(struct cs_engine *e, const struct pollfd *pf, int n);
+    /* between steps: forget ended jobs; 1 when the engine should stop (idle) */
+    int (*tidy)(struct cs_engine *e);
+};
 
 #endif

@@ -64,8 +64,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "node/node.h"
 #include "engine/engine.h"
+#include "node/node.h"
 #include "control/control.h"
 #include "counters/counters.h"
 #include "policy/policy.h"
@@ -124,6 +124,12 @@ struct cs_serve {
     double refusals_since;           /* rate limit of the refusal warnings */
     int refusals_logged, refusals_quiet;
 };
+
+/* The node engine's state, the engine's host_arg (engine.h, struct cs_host_ops). */
+static struct cs_serve *srv(const struct cs_engine *e)
+{
+    return e->host_arg;
+}
 
 /* ------------------------------------------------------------ trust */
 
@@ -231,7 +237,7 @@ static void task_remove(struct cs_engine *e, struct cs_job *j, int k, const char
 /* Returns 1 (job set changed) or 0 with an error reply in rep. */
 static int do_register(struct cs_engine *e, const struct cs_msg *m, char *rep, size_t len)
 {
-    struct cs_serve *s = e->serve;
+    struct cs_serve *s = srv(e);
     char err[PATH_MAX + 256];
     long job, step, uid, pid, v;
     const char *pol = cs_msg_get(m, "policy");
@@ -447,11 +453,11 @@ static char *status_doc(struct cs_engine *e, uid_t who, int text)
         return NULL;
     if (text)
         fprintf(f, "cosched node engine pid %d, policy %s, quantum %g s, up %.0f s\n", (int)getpid(),
-                cs_policy_name(e->policy), e->quantum, cs_now() - e->serve->started);
+                cs_policy_name(e->policy), e->quantum, cs_now() - srv(e)->started);
     else
         fprintf(f, "{\"engine\":{\"pid\":%d,\"policy\":\"%s\",\"quantum\":%g,\"uptime\":%.3f,\"epoch\":%llu},"
                    "\"steps\":[", (int)getpid(), cs_policy_name(e->policy), e->quantum,
-                cs_now() - e->serve->started, (unsigned long long)e->epoch);
+                cs_now() - srv(e)->started, (unsigned long long)e->epoch);
     if (text)
         fprintf(f, "%-12s %-10s %-8s %-6s %-5s %-9s %-9s %6s %6s %8s  %s\n", "STEP", "USER", "NAME", "POLICY", "CLASS",
                 "STATE", "CPUS", "Q_RUN", "Q_WAIT", "CPU_S", "WHY");
@@ -585,7 +591,7 @@ static int handle(struct cs_engine *e, struct conn *c)
 
     if (cs_msg_parse(&m, c->buf, c->len, err, sizeof err) < 0) {
         snprintf(rep, sizeof rep, "ERR %s\n", err);
-        REFUSED(e->serve, "socket: refused a request from pid %d (uid %d): %s", (int)c->pid, (int)c->uid, err);
+        REFUSED(srv(e), "socket: refused a request from pid %d (uid %d): %s", (int)c->pid, (int)c->uid, err);
         reply(c, rep);
         return 0;
     }
@@ -608,7 +614,7 @@ static int handle(struct cs_engine *e, struct conn *c)
         if (c->uid != 0) {
             snprintf(rep, sizeof rep, "ERR %s is for root (the Slurm plugin) only; you are uid %d\n", m.verb,
                      (int)c->uid);
-            REFUSED(e->serve, "socket: refused %s from uid %d (pid %d): not root", m.verb, (int)c->uid, (int)c->pid);
+            REFUSED(srv(e), "socket: refused %s from uid %d (pid %d): not root", m.verb, (int)c->uid, (int)c->pid);
         } else {
             char r[PATH_MAX + 300];
             changed = m.verb[0] == 'r' ? do_register(e, &m, r, sizeof r) : do_deregister(e, &m, r, sizeof r);
@@ -623,18 +629,18 @@ static int handle(struct cs_engine *e, struct conn *c)
     return changed;
 }
 
-int cs_serve_nfds(struct cs_engine *e)
+static int host_nfds(struct cs_engine *e)
 {
-    int n = 1 + e->serve->nc;
+    int n = 1 + srv(e)->nc;
     for (int i = 0; i < e->njobs; i++)
         if (e->jobs[i]->served)
             n += ((struct served *)e->jobs[i]->served)->nt;
     return n;
 }
 
-int cs_serve_pollfds(struct cs_engine *e, struct pollfd *pf, int max)
+static int host_pollfds(struct cs_engine *e, struct pollfd *pf, int max)
 {
-    struct cs_serve *s = e->serve;
+    struct cs_serve *s = srv(e);
     int n = 0;
 
     pf[n++] = (struct pollfd){ .fd = s->lfd, .events = POLLIN };
@@ -690,9 +696,9 @@ static void accept_all(struct cs_serve *s)
     }
 }
 
-int cs_serve_ready(struct cs_engine *e, const struct pollfd *pf, int n)
+static int host_ready(struct cs_engine *e, const struct pollfd *pf, int n)
 {
-    struct cs_serve *s = e->serve;
+    struct cs_serve *s = srv(e);
     int changed = 0, nc = s->nc, k;
     int done[MAX_CONNS] = { 0 };
 
@@ -765,9 +771,9 @@ next:;
     return changed;
 }
 
-int cs_serve_tidy(struct cs_engine *e)
+static int host_tidy(struct cs_engine *e)
 {
-    struct cs_serve *s = e->serve;
+    struct cs_serve *s = srv(e);
     int k = 0;
 
     for (int i = 0; i < e->njobs; i++) {
@@ -799,6 +805,16 @@ int cs_serve_tidy(struct cs_engine *e)
 }
 
 /* ------------------------------------------------------------ daemon */
+
+/* The engine's host: jobs from outside, registered over the socket. */
+const struct cs_host_ops cs_node_host = {
+    .name = "node engine",
+    .external_jobs = 1,
+    .nfds = host_nfds,
+    .pollfds = host_pollfds,
+    .ready = host_ready,
+    .tidy = host_tidy,
+};
 
 /* Leave Slurm's cgroups (started on demand from a step's slurmstepd). */
 static void leave_slurm_cgroups(void)
@@ -1056,7 +1072,9 @@ int cs_cmd_serve(int argc, char **argv)
     }
     e.profile = profile;
     e.ctl = &cs_control_slurm;
-    e.serve = &s;
+    e.host = &cs_node_host;
+    e.host_arg = &s;
+    e.explain = 1;
     e.output = CS_OUT_INHERIT;
     if (trace && (e.trace = cs_fopen_write(trace)) == NULL)
         BAD("--trace %s: %s", trace, errno == ELOOP ? "a symbolic link (cosched never writes through one)" : strerror(errno));

@@ -48,7 +48,6 @@
 
 #include "policy/policy.h"
 #include "counters/counters.h"
-#include "engine/engine.h"
 
 #ifndef COSCHED_DATADIR
 #define COSCHED_DATADIR "/usr/local/share/cosched"
@@ -2080,7 +2079,7 @@ static void push_snapshot(lua_State *L, struct cs_policy *p, struct cs_engine *e
     lua_pushstring(L, e->profile && e->cnt ? e->cnt->name : "none");
     lua_setfield(L, -2, "counters");
     /* someone reads plan()'s third value (cosched status, node engine) */
-    lua_pushboolean(L, e->serve != NULL);
+    lua_pushboolean(L, e->explain);
     lua_setfield(L, -2, "explain");
     lua_rawgeti(L, LUA_REGISTRYINDEX, p->params_ref);
     lua_setfield(L, -2, "params");
@@ -2717,7 +2716,7 @@ int cs_policy_plan(struct cs_policy *p, struct cs_engine *e, struct cs_plan *pla
     for (int i = 0; i < p->nres; i++)
         for (int k = 0; k < e->njobs; k++)
             if (e->jobs[k] && e->jobs[k]->id == p->res[i].job) {
-                cs_engine_characterized(e, e->jobs[k], &p->res[i].r);
+                cs_job_characterized(e, e->jobs[k], &p->res[i].r);
                 cs_store_result(e->store, e->jobs[k], &p->res[i].r);
             }
     p->nres = 0;

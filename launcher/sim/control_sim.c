@@ -2,7 +2,7 @@
  * control_sim.c - the "sim" control backend: a simulated node's jobs (sim.c)
  * are confined, frozen and thawed in the model, which then charges them CPU
  * time.  Nothing of the operating system is touched, so there is nothing
- * for a guardian to restore.  Used by `cosched simulate` only (e->sim set);
+ * for a guardian to restore.  Used by `cosched simulate` only (cs_sim_of(e) set);
  * cs_control_select() never offers it.
  */
 #include "config.h"
@@ -18,7 +18,7 @@ static int sim_probe(char *why, size_t len)
 
 static int sim_init(struct cs_engine *e)
 {
-    if (!e->sim) {
+    if (!cs_sim_of(e)) {
         cs_err("control sim: no simulated node");
         return -1;
     }
@@ -38,28 +38,28 @@ static int sim_job_attach(struct cs_engine *e, struct cs_job *j, pid_t pid)
 static int sim_set_cpus(struct cs_engine *e, struct cs_job *j, hwloc_const_bitmap_t cpus,
                         hwloc_const_bitmap_t mems)
 {
-    return cs_sim_set_cpus(e->sim, j, cpus, mems);
+    return cs_sim_set_cpus(cs_sim_of(e), j, cpus, mems);
 }
 
 static int sim_freeze(struct cs_engine *e, struct cs_job *j)
 {
-    return cs_sim_freeze(e->sim, j, 1);
+    return cs_sim_freeze(cs_sim_of(e), j, 1);
 }
 
 static int sim_thaw(struct cs_engine *e, struct cs_job *j)
 {
-    return cs_sim_freeze(e->sim, j, 0);
+    return cs_sim_freeze(cs_sim_of(e), j, 0);
 }
 
 static int sim_cpu_time(struct cs_engine *e, struct cs_job *j, uint64_t *ns)
 {
-    *ns = cs_sim_cpu_ns(e->sim, j);
+    *ns = cs_sim_cpu_ns(cs_sim_of(e), j);
     return 0;
 }
 
 static void sim_job_release(struct cs_engine *e, struct cs_job *j)
 {
-    cs_sim_freeze(e->sim, j, 0);
+    cs_sim_freeze(cs_sim_of(e), j, 0);
 }
 
 static void sim_fini(struct cs_engine *e)

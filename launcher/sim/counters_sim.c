@@ -25,7 +25,7 @@ static int simc_probe(const char *arg, char *why, size_t len)
 
 static int simc_init(struct cs_engine *e, const char *arg, const struct cs_profile *p)
 {
-    if (!e->sim) {
+    if (!cs_sim_of(e)) {
         cs_err("counters sim: no simulated node");
         return -1;
     }
@@ -61,7 +61,7 @@ static int simc_read(struct cs_engine *e, struct cs_job *j, struct cs_counts *ou
 
     out->flags = 0;
     out->n = e->profile ? e->profile->nevents : 0;
-    if (cs_sim_read(e->sim, j, v, &secs) < 0)
+    if (cs_sim_read(cs_sim_of(e), j, v, &secs) < 0)
         return -1;
     for (int i = 0; i < out->n && i < CS_COUNTS_MAX; i++)
         out->v[i] = map[i] >= 0 ? v[map[i]] : NAN;

@@ -44,6 +44,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include "engine/engine.h"
 #include "sim/sim.h"
 
 const char *const cs_sim_event_names[CS_SIM_NEVENTS] = {
@@ -1551,4 +1552,33 @@ int cs_sim_read(struct cs_sim *s, struct cs_job *j, double v[CS_SIM_NEVENTS], do
     *seconds = s->now - sj->acc_since;
     sj->acc_since = s->now;
     return 0;
+}
+
+/* ------------------------------------------------------ the engine's host */
+
+static int host_start(struct cs_engine *e, struct cs_job *j)
+{
+    return cs_sim_start(e->host_arg, j);
+}
+
+static int host_advance(struct cs_engine *e, double until, struct cs_job **ended)
+{
+    return cs_sim_advance(e->host_arg, until, ended);
+}
+
+static void host_kill(struct cs_engine *e, struct cs_job *j)
+{
+    cs_sim_kill(e->host_arg, j);
+}
+
+const struct cs_host_ops cs_sim_host = {
+    .name = "simulated node",
+    .start = host_start,
+    .advance = host_advance,
+    .kill = host_kill,
+};
+
+struct cs_sim *cs_sim_of(const struct cs_engine *e)
+{
+    return e->host == &cs_sim_host ? e->host_arg : NULL;
 }

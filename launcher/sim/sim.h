@@ -10,7 +10,7 @@
  *         cs_sim_new(node, apps, model, seed, noise, topo)
  *                   |  cs_sim_add_job(job, app) for every job
  *                   v
- *   engine (engine.c, e->sim set)      control_sim.c          counters_sim.c
+ *   engine (e->host = &cs_sim_host)    control_sim.c          counters_sim.c
  *     cs_sim_start / cs_sim_advance     cs_sim_set_cpus         cs_sim_read
  *     cs_sim_kill                       cs_sim_freeze, cpu_ns
  *
@@ -166,17 +166,22 @@ int cs_lp_bound(enum cs_lp_kind kind, int nj, int nc, const double *r, const dou
                 double *x, double *y);
 
 /*
- * Simulated node (sim.c): the engine's hooks.  In sim mode the engine
- *   - starts an instance with cs_sim_start() instead of fork/exec (the
- *     control backend then attaches, confines and freezes it as usual);
- *   - waits for a step with cs_sim_advance(): the model runs, in virtual
- *     time, to `until` or to the first instance completion before it (the
- *     clock stops there); the jobs whose instance completed come back in
- *     ended[] (at most e->njobs) and end exactly like reaped ones (exit 0);
- *   - closes a --window by cs_sim_kill() of every live instance (they end
- *     as killed by SIGKILL, which is not a failure).
+ * The engine's host (engine/engine.h, struct cs_host_ops): a host in virtual
+ * time.  cosched simulate sets e->host = &cs_sim_host and e->host_arg to the
+ * struct cs_sim; the engine then starts instances in the model
+ * (cs_sim_start), waits for a step by running the model (cs_sim_advance:
+ * to `until` or to the first instance completion before it; completed ones
+ * come back in ended[]) and closes a --window with cs_sim_kill().  The sim
+ * control and counter backends find the model with cs_sim_of(e).
  */
-struct cs_sim;
+extern const struct cs_host_ops cs_sim_host;
+/* Its control backend (control_sim.c): acts on the model; never chosen by
+ * name (cs_control_select() does not offer it). */
+extern const struct cs_control_ops cs_control_sim;
+/* Its counter backend (counters_sim.c): the profile's events are mapped by
+ * name to the model's (SIM.INSTRUCTIONS, ...). */
+extern const struct cs_counter_ops cs_counters_sim;
+struct cs_sim *cs_sim_of(const struct cs_engine *e);
 int cs_sim_start(struct cs_sim *s, struct cs_job *j);
 int cs_sim_advance(struct cs_sim *s, double until, struct cs_job **ended);
 void cs_sim_kill(struct cs_sim *s, struct cs_job *j);
