@@ -21,7 +21,4 @@ int cs_cmd_status(int argc, char **argv);
 /* simulate.c: `cosched simulate`, policies on a simulated node in virtual
  * time.  0, 1 when a run failed, 2 for a usage or model-file error. */
 int cs_cmd_simulate(int argc, char **argv);
-
-/* The policy search path, most specific first (see cosched(1) FILES). */
-char **cs_policy_search_path(char **extra, int nextra, int *n);
 #endif

@@ -2753,3 +2753,26 @@ void cs_plan_free(struct cs_plan *plan)
     plan->steps = NULL;
     plan->nsteps = 0;
 }
+
+char **cs_policy_search_path(char **extra, int nextra, int *n)
+{
+    char **v = calloc(nextra + 64, sizeof *v);
+    const char *env = getenv("COSCHED_POLICY_PATH");
+    const char *home = getenv("HOME");
+    int k = 0;
+
+    for (int i = 0; i < nextra; i++)
+        v[k++] = strdup(extra[i]);
+    if (env && *env) {
+        char *copy = strdup(env), *save = NULL;
+        for (char *d = strtok_r(copy, ":", &save); d && k < nextra + 60; d = strtok_r(NULL, ":", &save))
+            v[k++] = strdup(d);
+        free(copy);
+    }
+    if (home && *home)
+        v[k++] = cs_strdup_printf("%s/.config/cosched/policies", home);
+    v[k++] = cs_strdup_printf("%s/policies", COSCHED_SYSCONFDIR);
+    v[k++] = cs_strdup_printf("%s/lua/policies", cs_datadir());
+    *n = k;
+    return v;
+}

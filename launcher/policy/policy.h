@@ -43,6 +43,10 @@ void cs_policy_limits(size_t mem_bytes, uint64_t instructions, double seconds);
  * the failure (file:line) - the caller then runs its fallback plan. */
 int cs_policy_plan(struct cs_policy *p, struct cs_engine *e, struct cs_plan *plan);
 void cs_policy_free(struct cs_policy *p);
+/* The policy search path, most specific first (see cosched(1) FILES): extra
+ * (--policy-path), $COSCHED_POLICY_PATH, ~/.config/cosched/policies, the
+ * site's, the shipped ones.  Strings and vector malloc'ed. */
+char **cs_policy_search_path(char **extra, int nextra, int *n);
 /* List policies found in the search path: name, one-line description, file. */
 int cs_policy_list(char **search, int nsearch, FILE *f);
 

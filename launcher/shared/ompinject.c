@@ -8,31 +8,18 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "ompinject.h"
-
-/* v, trimmed, is one of words (case-insensitive) */
-static int env_word(const char *v, const char *const *words)
-{
-    while (*v == ' ' || *v == '\t')
-        v++;
-    size_t n = strlen(v);
-    while (n > 0 && (v[n - 1] == ' ' || v[n - 1] == '\t'))
-        n--;
-    for (; *words; words++)
-        if (strlen(*words) == n && strncasecmp(v, *words, n) == 0)
-            return 1;
-    return 0;
-}
+#include "envword.h"
 
 int cs_omp_env_allows(const char *(*get)(const char *name, void *arg), void *arg)
 {
     static const char *const on[] = { "on", "1", "yes", "true", "", NULL };
     static const char *const is_false[] = { "false", NULL };
     const char *v;
-    if ((v = get("COSCHED_OMP", arg)) && !env_word(v, on))
+    if ((v = get("COSCHED_OMP", arg)) && !cs_env_word(v, on))
         return 0;
-    if ((v = get("OMP_DYNAMIC", arg)) && env_word(v, is_false))
+    if ((v = get("OMP_DYNAMIC", arg)) && cs_env_word(v, is_false))
         return 0;
-    if ((v = get("OMP_PROC_BIND", arg)) && !env_word(v, is_false))
+    if ((v = get("OMP_PROC_BIND", arg)) && !cs_env_word(v, is_false))
         return 0;
     if (get("OMP_PLACES", arg) || ((v = get("KMP_AFFINITY", arg)) && !strstr(v, "none") && !strstr(v, "disabled")))
         return 0;
