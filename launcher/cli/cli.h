@@ -15,7 +15,8 @@ int cs_cmd_run(int argc, char **argv);
 int cs_cmd_classify(int argc, char **argv);
 int cs_cmd_topology(int argc, char **argv);
 int cs_cmd_policies(int argc, char **argv);
-/* serve.c: the node engine (`cosched serve`) and its client (`cosched status`). */
+/* serve.c: the node engine (`cosched serve`, node/serve.c runs it); status.c:
+ * its client (`cosched status`). */
 int cs_cmd_serve(int argc, char **argv);
 int cs_cmd_status(int argc, char **argv);
 /* simulate.c: `cosched simulate`, policies on a simulated node in virtual
