@@ -25,7 +25,8 @@
  *
  * freezer: writing FROZEN starts the freeze; freezer.state reads FREEZING
  * until every task has stopped.  v1 has no change notification, so the wait
- * is a short poll (20 us doubling to 2 ms) bounded by FREEZE_TIMEOUT;
+ * is a short poll (20 us doubling to 2 ms) bounded by CS_FREEZE_TIMEOUT
+ * (freeze.c, the loop every backend shares);
  * freeze_many starts all the freezes before polling, so the waits of the
  * jobs leaving at a switch overlap.  A runnable thread must get a CPU once
  * to freeze, so freezing takes longer the more runnable threads share a
@@ -49,7 +50,6 @@
 
 #define WHO "cgroup1"
 #define REC_MAX 8192
-#define FREEZE_TIMEOUT 0.100        /* s, freeze and thaw confirmation */
 
 enum { C_FREEZER, C_CPUSET, C_CPUACCT, NCTL };
 static const char *const ctl_name[NCTL] = { "freezer", "cpuset", "cpuacct" };
@@ -352,7 +352,7 @@ static int wait_state(const char *dir, const char *want, char *buf, size_t len)
         }
         if (strcmp(buf, want) == 0)
             return 0;
-        if (cs_now() - t0 > FREEZE_TIMEOUT)
+        if (cs_now() - t0 > CS_FREEZE_TIMEOUT)
             return -1;
         ts.tv_sec = 0;
         ts.tv_nsec = delay;
@@ -362,70 +362,59 @@ static int wait_state(const char *dir, const char *want, char *buf, size_t len)
     }
 }
 
-/* Start every freeze, then poll them all until FROZEN or the common bound.
- * frozen[i]: 1 frozen, 0 still freezing, -1 failed (reported). */
+/* freeze_many() through cs_freeze_wait(): freezer.state, polled (v1 has no
+ * change notification); arg is the backend's state. */
+static int cg1_fz_start(void *arg, int i, struct cs_job *j)
+{
+    struct cg1 *st = arg;
+    struct cg1_job *cj = j->ctl;
+
+    return cs_cg_write(WHO, cj->dir[st->at[C_FREEZER]], "freezer.state", "FROZEN") < 0 ? -1 : 0;
+}
+
+static int cg1_fz_check(void *arg, int i, struct cs_job *j)
+{
+    struct cg1 *st = arg;
+    struct cg1_job *cj = j->ctl;
+    const char *dir = cj->dir[st->at[C_FREEZER]];
+    char state[64];
+
+    if (cs_cg_read(dir, "freezer.state", state, sizeof state) < 0) {
+        cs_err(WHO ": job %d: cannot read %s/freezer.state: %s", j->id, dir, strerror(errno));
+        cs_cg_write(WHO, dir, "freezer.state", "THAWED");
+        return -1;
+    }
+    return strcmp(state, "FROZEN") == 0;
+}
+
+static void cg1_fz_laggard(void *arg, int i, struct cs_job *j)
+{
+    struct cg1 *st = arg;
+    struct cg1_job *cj = j->ctl;
+    const char *dir = cj->dir[st->at[C_FREEZER]];
+    char state[64];
+
+    if (cs_cg_read(dir, "freezer.state", state, sizeof state) < 0)
+        snprintf(state, sizeof state, "FREEZING");
+    if (cs_cg_write(WHO, dir, "freezer.state", "THAWED") < 0)
+        cs_err(WHO ": job %d: freezer stuck in %s and could not be thawed back", j->id, state);
+    else
+        cs_warn(WHO ": job %d: freezer stuck in %s after %.0f ms (%s/freezer.state: a task "
+                "in uninterruptible sleep, or more runnable threads than CPUs); thawed, "
+                "left running this step", j->id, state, CS_FREEZE_TIMEOUT * 1e3, dir);
+}
+
+static const struct cs_freeze_ops cg1_fz = {
+    .who = WHO,
+    .start = cg1_fz_start,
+    .check = cg1_fz_check,
+    .laggard = cg1_fz_laggard,
+};
+
+/* Start every freeze, then poll them all until FROZEN or the common bound. */
 static int cg1_freeze_many(struct cs_engine *e, struct cs_job **jobs, int n, int *frozen)
 {
-    struct cg1 *st = e->ctl_state;
-    char state[64];
-    double t0;
-    long delay = 20000;                     /* ns */
-    int i, pending = 0, ret = 0;
-
-    for (i = 0; i < n; i++) {
-        struct cg1_job *cj = jobs[i]->ctl;
-        frozen[i] = cs_cg_write(WHO, cj->dir[st->at[C_FREEZER]], "freezer.state", "FROZEN") < 0
-                    ? -1 : 0;
-        pending += frozen[i] == 0;
-    }
-    t0 = cs_now();
-    while (pending) {
-        struct timespec ts;
-        for (i = 0; i < n; i++) {
-            struct cg1_job *cj = jobs[i]->ctl;
-            const char *dir = cj->dir[st->at[C_FREEZER]];
-            if (frozen[i])
-                continue;
-            if (cs_cg_read(dir, "freezer.state", state, sizeof state) < 0) {
-                cs_err(WHO ": job %d: cannot read %s/freezer.state: %s", jobs[i]->id, dir,
-                       strerror(errno));
-                cs_cg_write(WHO, dir, "freezer.state", "THAWED");
-                frozen[i] = -1;
-                pending--;
-            } else if (strcmp(state, "FROZEN") == 0) {
-                frozen[i] = 1;
-                pending--;
-            }
-        }
-        if (!pending || cs_now() - t0 > FREEZE_TIMEOUT)
-            break;
-        ts.tv_sec = 0;
-        ts.tv_nsec = delay;
-        nanosleep(&ts, NULL);
-        if (delay < 2000000)
-            delay *= 2;
-    }
-    for (i = 0; i < n; i++) {
-        struct cg1_job *cj = jobs[i]->ctl;
-        const char *dir = cj->dir[st->at[C_FREEZER]];
-        if (frozen[i] == 1)
-            continue;
-        ret = -1;
-        if (frozen[i] < 0) {
-            frozen[i] = 0;
-            continue;
-        }
-        if (cs_cg_read(dir, "freezer.state", state, sizeof state) < 0)
-            snprintf(state, sizeof state, "FREEZING");
-        if (cs_cg_write(WHO, dir, "freezer.state", "THAWED") < 0)
-            cs_err(WHO ": job %d: freezer stuck in %s and could not be thawed back",
-                   jobs[i]->id, state);
-        else
-            cs_warn(WHO ": job %d: freezer stuck in %s after %.0f ms (%s/freezer.state: a task "
-                    "in uninterruptible sleep, or more runnable threads than CPUs); thawed, "
-                    "left running this step", jobs[i]->id, state, FREEZE_TIMEOUT * 1e3, dir);
-    }
-    return ret;
+    return cs_freeze_wait(&cg1_fz, e->ctl_state, jobs, n, frozen);
 }
 
 static int cg1_freeze(struct cs_engine *e, struct cs_job *j)
@@ -447,7 +436,7 @@ static int cg1_thaw(struct cs_engine *e, struct cs_job *j)
     if (wait_state(dir, "THAWED", state, sizeof state) == 0)
         return 0;
     cs_err(WHO ": job %d: %s/freezer.state still reads %s %.0f ms after THAWED was written",
-           j->id, dir, state, FREEZE_TIMEOUT * 1e3);
+           j->id, dir, state, CS_FREEZE_TIMEOUT * 1e3);
     return -1;
 }
 

@@ -54,7 +54,6 @@
 
 #define WHO "cgroup2"
 #define REC_MAX 8192
-#define FREEZE_TIMEOUT 0.100        /* s */
 
 struct cg2 {
     char mnt[PATH_MAX];
@@ -357,10 +356,10 @@ static int frozen_now(int fd)
 }
 
 /* Wait until cgroup.events (fd) says "frozen want"; -1 with errno on
- * failure, ETIMEDOUT after FREEZE_TIMEOUT. */
+ * failure, ETIMEDOUT after CS_FREEZE_TIMEOUT. */
 static int wait_frozen(int fd, int want)
 {
-    double deadline = cs_now() + FREEZE_TIMEOUT;
+    double deadline = cs_now() + CS_FREEZE_TIMEOUT;
 
     for (;;) {
         struct pollfd pfd = { .fd = fd, .events = POLLPRI };
@@ -384,75 +383,62 @@ static int wait_frozen(int fd, int want)
     }
 }
 
-/* Start every freeze, then wait on all pending cgroup.events at once.
- * frozen[i]: 1 frozen, 0 pending, -1 failed (reported). */
-static int cg2_freeze_many(struct cs_engine *e, struct cs_job **jobs, int n, int *frozen)
+/* freeze_many() through cs_freeze_wait(): cgroup.freeze, and a ppoll() on
+ * the cgroup.events of the pending jobs. */
+static int cg2_fz_start(void *arg, int i, struct cs_job *j)
 {
-    struct pollfd *pfd = calloc((size_t)n, sizeof *pfd);
-    double deadline;
-    int i, pending = 0, ret = 0;
+    struct cg2_job *cj = j->ctl;
 
-    if (!pfd) {
-        cs_err(WHO ": out of memory");
+    return cs_cg_write(WHO, cj->dir, "cgroup.freeze", "1") < 0 ? -1 : 0;
+}
+
+static int cg2_fz_check(void *arg, int i, struct cs_job *j)
+{
+    struct cg2_job *cj = j->ctl;
+    int v = frozen_now(cj->events);
+
+    if (v == 1)
+        return 1;
+    if (v < 0) {
+        cs_err(WHO ": job %d: cannot read %s/cgroup.events: %s", j->id, cj->dir, strerror(errno));
+        cs_cg_write(WHO, cj->dir, "cgroup.freeze", "0");
         return -1;
     }
-    for (i = 0; i < n; i++) {
-        struct cg2_job *cj = jobs[i]->ctl;
-        frozen[i] = cs_cg_write(WHO, cj->dir, "cgroup.freeze", "1") < 0 ? -1 : 0;
-    }
-    deadline = cs_now() + FREEZE_TIMEOUT;
-    for (;;) {
-        struct timespec ts;
-        double left;
-        pending = 0;
-        for (i = 0; i < n; i++) {
-            struct cg2_job *cj = jobs[i]->ctl;
-            int v;
-            if (frozen[i])
-                continue;
-            v = frozen_now(cj->events);
-            if (v == 1) {
-                frozen[i] = 1;
-                continue;
-            }
-            if (v < 0) {
-                cs_err(WHO ": job %d: cannot read %s/cgroup.events: %s", jobs[i]->id, cj->dir,
-                       strerror(errno));
-                cs_cg_write(WHO, cj->dir, "cgroup.freeze", "0");
-                frozen[i] = -1;
-                continue;
-            }
-            pfd[pending].fd = cj->events;
-            pfd[pending++].events = POLLPRI;
-        }
-        left = deadline - cs_now();
-        if (!pending || left <= 0)
-            break;
-        ts.tv_sec = (time_t)left;
-        ts.tv_nsec = (long)((left - (double)ts.tv_sec) * 1e9);
-        if (ppoll(pfd, (nfds_t)pending, &ts, NULL) < 0 && errno != EINTR) {
-            cs_err(WHO ": waiting on cgroup.events: %s", strerror(errno));
-            break;
-        }
-    }
-    for (i = 0; i < n; i++) {
-        struct cg2_job *cj = jobs[i]->ctl;
-        if (frozen[i] == 1)
-            continue;
-        ret = -1;
-        if (frozen[i] < 0) {
-            frozen[i] = 0;
-            continue;
-        }
-        if (cs_cg_write(WHO, cj->dir, "cgroup.freeze", "0") < 0)
-            cs_err(WHO ": job %d: freeze did not complete and could not be undone", jobs[i]->id);
-        else
-            cs_warn(WHO ": job %d: not frozen after %.0f ms (%s/cgroup.events: a task in "
-                    "uninterruptible sleep, or more runnable threads than CPUs); thawed, left "
-                    "running this step", jobs[i]->id, FREEZE_TIMEOUT * 1e3, cj->dir);
-    }
-    free(pfd);
-    return ret;
+    return 0;
+}
+
+static int cg2_fz_event_fd(void *arg, int i, struct cs_job *j)
+{
+    struct cg2_job *cj = j->ctl;
+
+    return cj->events;
+}
+
+static void cg2_fz_laggard(void *arg, int i, struct cs_job *j)
+{
+    struct cg2_job *cj = j->ctl;
+
+    if (cs_cg_write(WHO, cj->dir, "cgroup.freeze", "0") < 0)
+        cs_err(WHO ": job %d: freeze did not complete and could not be undone", j->id);
+    else
+        cs_warn(WHO ": job %d: not frozen after %.0f ms (%s/cgroup.events: a task in "
+                "uninterruptible sleep, or more runnable threads than CPUs); thawed, left "
+                "running this step", j->id, CS_FREEZE_TIMEOUT * 1e3, cj->dir);
+}
+
+static const struct cs_freeze_ops cg2_fz = {
+    .who = WHO,
+    .events = "cgroup.events",
+    .start = cg2_fz_start,
+    .check = cg2_fz_check,
+    .event_fd = cg2_fz_event_fd,
+    .laggard = cg2_fz_laggard,
+};
+
+/* Start every freeze, then wait on all pending cgroup.events at once. */
+static int cg2_freeze_many(struct cs_engine *e, struct cs_job **jobs, int n, int *frozen)
+{
+    return cs_freeze_wait(&cg2_fz, NULL, jobs, n, frozen);
 }
 
 static int cg2_freeze(struct cs_engine *e, struct cs_job *j)
@@ -471,7 +457,7 @@ static int cg2_thaw(struct cs_engine *e, struct cs_job *j)
     if (wait_frozen(cj->events, 0) == 0)
         return 0;
     cs_err(WHO ": job %d: %s/cgroup.events does not show 'frozen 0' %.0f ms after thawing: %s",
-           j->id, cj->dir, FREEZE_TIMEOUT * 1e3, strerror(errno));
+           j->id, cj->dir, CS_FREEZE_TIMEOUT * 1e3, strerror(errno));
     return -1;
 }
 

@@ -158,5 +158,32 @@ void cs_guard_done(void);
  * (then killed): a rescue that crashes or hangs costs one record, not all. */
 int cs_rescue_isolated(void (*rescue)(const char *), const char *record, double timeout);
 
+/* -------------------------------------------------------- freeze and wait */
+/* The bound of every freeze and thaw confirmation, s (freeze.c says why). */
+#define CS_FREEZE_TIMEOUT 0.100
+/*
+ * The one freeze-and-wait loop (freeze.c) behind the backends'
+ * freeze_many(): start(), then check() each job until it is frozen or the
+ * common bound has passed, waiting on event_fd()s with ppoll() where given,
+ * else with a back-off; then laggard() for each job still not frozen.  arg
+ * and i (the job's index in jobs) are handed to every call.
+ *   start:   0 started, 1 nothing to freeze (counts as frozen), -1 failed
+ *            (reported, nothing to undo), -2 not frozen on purpose (silent)
+ *   check:   1 frozen, 0 not yet, -1 failed (reported and undone)
+ *   laggard: not frozen at the bound: undo the freeze and warn
+ *   settle:  optional, for each frozen job once the wait is over: 1 when it
+ *            must be given back after all (undone and reported)
+ * frozen[i] ends 1 for a frozen job, else 0.  0 when all froze, else -1.
+ */
+struct cs_freeze_ops {
+    const char *who;           /* "cgroup1": prefixes messages */
+    const char *events;        /* what event_fd() watches, for a message */
+    int (*start)(void *arg, int i, struct cs_job *j);
+    int (*check)(void *arg, int i, struct cs_job *j);
+    int (*event_fd)(void *arg, int i, struct cs_job *j);
+    void (*laggard)(void *arg, int i, struct cs_job *j);
+    int (*settle)(void *arg, int i, struct cs_job *j);
+};
+int cs_freeze_wait(const struct cs_freeze_ops *w, void *arg, struct cs_job **jobs, int n, int *frozen);
 
 #endif

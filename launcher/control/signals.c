@@ -55,7 +55,6 @@
 
 #define WHO "signals"
 #define REC_MAX 8192
-#define STOP_TIMEOUT 0.100          /* s */
 
 struct sig {
     hwloc_bitmap_t restore;     /* unconfined: cosched's own CPUs at start */
@@ -249,64 +248,65 @@ static size_t first_running(const struct cs_pstat *m, size_t n)
     return i;
 }
 
+/* freeze_many() through cs_freeze_wait(): SIGSTOP to every member found,
+ * then /proc polled until each is stopped.  The members of job i found at
+ * its stop: m[i][0 .. n[i]-1]. */
+struct sig_stopping { struct cs_pstat **m; size_t *n; };
+
+static int sig_fz_start(void *arg, int i, struct cs_job *j)
+{
+    struct sig_stopping *s = arg;
+    struct sig_job *sj = j->ctl;
+
+    if (!sj->live)
+        return 1;                           /* nothing left to stop */
+    return stop_job(j, &s->m[i], &s->n[i]) < 0 ? -1 : 0;
+}
+
+static int sig_fz_check(void *arg, int i, struct cs_job *j)
+{
+    struct sig_stopping *s = arg;
+
+    return first_running(s->m[i], s->n[i]) == s->n[i];
+}
+
+static void sig_fz_laggard(void *arg, int i, struct cs_job *j)
+{
+    struct sig_stopping *s = arg;
+    size_t k = first_running(s->m[i], s->n[i]);
+
+    cont_all(j->ctl);
+    cs_warn(WHO ": job %d: process %ld still not stopped %.0f ms after SIGSTOP (a task in "
+            "uninterruptible sleep, or more runnable threads than CPUs); continued, left "
+            "running this step", j->id, k < s->n[i] ? (long)s->m[i][k].pid : 0L,
+            CS_FREEZE_TIMEOUT * 1e3);
+}
+
+static const struct cs_freeze_ops sig_fz = {
+    .who = WHO,
+    .start = sig_fz_start,
+    .check = sig_fz_check,
+    .laggard = sig_fz_laggard,
+};
+
 /* Stop every job, then poll them all until stopped or the common bound.
- * frozen[i]: 1 stopped, 0 pending, -1 failed (reported). */
+ * frozen[i]: 1 stopped, else 0. */
 static int sig_freeze_many(struct cs_engine *e, struct cs_job **jobs, int njobs, int *frozen)
 {
-    struct cs_pstat **m = calloc((size_t)njobs, sizeof *m);
-    size_t *n = calloc((size_t)njobs, sizeof *n);
-    long delay = 20000;                     /* ns */
-    double t0;
-    int i, pending = 0, ret = 0;
+    struct sig_stopping s = { calloc((size_t)njobs, sizeof *s.m), calloc((size_t)njobs, sizeof *s.n) };
+    int ret;
 
-    if (!m || !n) {
+    if (!s.m || !s.n) {
         cs_err(WHO ": out of memory");
-        free(m);
-        free(n);
+        free(s.m);
+        free(s.n);
         return -1;
     }
-    for (i = 0; i < njobs; i++) {
-        struct sig_job *sj = jobs[i]->ctl;
-        if (!sj->live)
-            frozen[i] = 1;                  /* nothing left to stop */
-        else
-            frozen[i] = stop_job(jobs[i], &m[i], &n[i]) < 0 ? -1 : 0;
-        pending += frozen[i] == 0;
-    }
-    t0 = cs_now();
-    while (pending) {
-        struct timespec ts;
-        for (i = 0; i < njobs; i++)
-            if (frozen[i] == 0 && first_running(m[i], n[i]) == n[i]) {
-                frozen[i] = 1;
-                pending--;
-            }
-        if (!pending || cs_now() - t0 > STOP_TIMEOUT)
-            break;
-        ts.tv_sec = 0;
-        ts.tv_nsec = delay;
-        nanosleep(&ts, NULL);
-        if (delay < 2000000)
-            delay *= 2;
-    }
-    for (i = 0; i < njobs; i++) {
-        if (frozen[i] == 1)
-            continue;
-        ret = -1;
-        if (frozen[i] == 0) {
-            size_t k = first_running(m[i], n[i]);
-            cont_all(jobs[i]->ctl);
-            cs_warn(WHO ": job %d: process %ld still not stopped %.0f ms after SIGSTOP (a task in "
-                    "uninterruptible sleep, or more runnable threads than CPUs); continued, left "
-                    "running this step", jobs[i]->id, k < n[i] ? (long)m[i][k].pid : 0L,
-                    STOP_TIMEOUT * 1e3);
-        }
-        frozen[i] = 0;
-    }
-    for (i = 0; i < njobs; i++)
-        free(m[i]);
-    free(m);
-    free(n);
+    ret = cs_freeze_wait(&sig_fz, &s, jobs, njobs, frozen);
+    for (int i = 0; i < njobs; i++)
+        free(s.m[i]);
+    free(s.m);
+    free(s.n);
     return ret;
 }
 

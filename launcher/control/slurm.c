@@ -56,7 +56,6 @@
 
 #define WHO "slurm"
 #define REC_MAX 8192
-#define FREEZE_TIMEOUT 0.100        /* s, freeze and thaw confirmation */
 /* What the engine follows below a step (everything there is the step owner's
  * to create: Slurm 22.05 makes the user own the step's cgroup directories).
  * Slurm itself makes one level (task_<t>); deeper or more is the user's.  A
@@ -787,70 +786,67 @@ static int dying(struct cs_job *j, double now)
     return 0;
 }
 
+/* freeze_many() through cs_freeze_wait(): the step's freezer (v1) or
+ * cgroup.freeze (v2), polled; arg is the time the switch began (a step
+ * being killed by Slurm is not frozen: dying()). */
+static int sl_fz_start(void *arg, int i, struct cs_job *j)
+{
+    struct sl_job *sj = j->ctl;
+
+    if (dying(j, *(const double *)arg))
+        return -2;
+    return cs_cg_write(WHO, sj->freeze, freeze_file(sj->v2), freeze_value(sj->v2, 1)) < 0 ? -1 : 0;
+}
+
+static int sl_fz_check(void *arg, int i, struct cs_job *j)
+{
+    struct sl_job *sj = j->ctl;
+    int s = state_is(sj->v2, sj->freeze, 1);
+
+    if (s < 0 && cs_cg_write(WHO, sj->freeze, freeze_file(sj->v2), freeze_value(sj->v2, 0)) < 0)
+        cs_err(WHO ": step %s: freeze did not complete and could not be undone", j->name);
+    return s;
+}
+
+static void sl_fz_laggard(void *arg, int i, struct cs_job *j)
+{
+    struct sl_job *sj = j->ctl;
+
+    if (cs_cg_write(WHO, sj->freeze, freeze_file(sj->v2), freeze_value(sj->v2, 0)) < 0)
+        cs_err(WHO ": step %s: freeze did not complete and could not be undone", j->name);
+    else
+        cs_warn(WHO ": step %s: not frozen after %.0f ms (%s); thawed, left running this step",
+                j->name, CS_FREEZE_TIMEOUT * 1e3, sj->freeze);
+}
+
+/* A kill that came while the freeze was under way: let it through. */
+static int sl_fz_settle(void *arg, int i, struct cs_job *j)
+{
+    struct sl_job *sj = j->ctl;
+
+    if (sj->kill_ignored || !being_killed(sj))
+        return 0;
+    sj->dying = 1;
+    sj->dying_since = cs_now();
+    cs_cg_write(WHO, sj->freeze, freeze_file(sj->v2), freeze_value(sj->v2, 0));
+    cs_info(WHO ": step %s is being killed by Slurm: thawed, left running", j->name);
+    return 1;
+}
+
+static const struct cs_freeze_ops sl_fz = {
+    .who = WHO,
+    .start = sl_fz_start,
+    .check = sl_fz_check,
+    .laggard = sl_fz_laggard,
+    .settle = sl_fz_settle,
+};
+
 /* Start every freeze, then poll them all until frozen or the common bound. */
 static int sl_freeze_many(struct cs_engine *e, struct cs_job **jobs, int n, int *frozen)
 {
-    double t0;
-    long delay = 20000;                     /* ns */
-    int i, pending = 0, ret = 0;
+    double t0 = cs_now();
 
-    t0 = cs_now();
-    for (i = 0; i < n; i++) {
-        struct sl_job *sj = jobs[i]->ctl;
-        if (dying(jobs[i], t0)) {
-            frozen[i] = -2;
-            continue;
-        }
-        frozen[i] = cs_cg_write(WHO, sj->freeze, freeze_file(sj->v2), freeze_value(sj->v2, 1)) < 0 ? -1 : 0;
-        pending += frozen[i] == 0;
-    }
-    t0 = cs_now();
-    while (pending) {
-        struct timespec ts = { 0, delay };
-        for (i = 0; i < n; i++) {
-            struct sl_job *sj = jobs[i]->ctl;
-            int s;
-            if (frozen[i])
-                continue;
-            s = state_is(sj->v2, sj->freeze, 1);
-            if (s != 0) {
-                frozen[i] = s;
-                pending--;
-            }
-        }
-        if (!pending || cs_now() - t0 > FREEZE_TIMEOUT)
-            break;
-        nanosleep(&ts, NULL);
-        if (delay < 2000000)
-            delay *= 2;
-    }
-    for (i = 0; i < n; i++) {
-        struct sl_job *sj = jobs[i]->ctl;
-        /* a kill that came while the freeze was under way: let it through */
-        if (frozen[i] == 1 && !sj->kill_ignored && being_killed(sj)) {
-            sj->dying = 1;
-            sj->dying_since = cs_now();
-            cs_cg_write(WHO, sj->freeze, freeze_file(sj->v2), freeze_value(sj->v2, 0));
-            cs_info(WHO ": step %s is being killed by Slurm: thawed, left running", jobs[i]->name);
-            frozen[i] = 0;
-            ret = -1;
-            continue;
-        }
-        if (frozen[i] == 1)
-            continue;
-        ret = -1;
-        if (frozen[i] == -2) {
-            frozen[i] = 0;
-            continue;
-        }
-        if (cs_cg_write(WHO, sj->freeze, freeze_file(sj->v2), freeze_value(sj->v2, 0)) < 0)
-            cs_err(WHO ": step %s: freeze did not complete and could not be undone", jobs[i]->name);
-        else if (frozen[i] == 0)
-            cs_warn(WHO ": step %s: not frozen after %.0f ms (%s); thawed, left running this step",
-                    jobs[i]->name, FREEZE_TIMEOUT * 1e3, sj->freeze);
-        frozen[i] = 0;
-    }
-    return ret;
+    return cs_freeze_wait(&sl_fz, &t0, jobs, n, frozen);
 }
 
 static int sl_freeze(struct cs_engine *e, struct cs_job *j)
@@ -868,9 +864,9 @@ static int sl_thaw(struct cs_engine *e, struct cs_job *j)
         return -1;
     while (state_is(sj->v2, sj->freeze, 0) == 0) {
         struct timespec ts = { 0, 100000 };
-        if (cs_now() - t0 > FREEZE_TIMEOUT) {
+        if (cs_now() - t0 > CS_FREEZE_TIMEOUT) {
             cs_err(WHO ": step %s: %s not thawed %.0f ms after it was asked", j->name, sj->freeze,
-                   FREEZE_TIMEOUT * 1e3);
+                   CS_FREEZE_TIMEOUT * 1e3);
             return -1;
         }
         nanosleep(&ts, NULL);
