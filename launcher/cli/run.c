@@ -6,7 +6,7 @@
  * A bad input gives one message naming it and exit status 2; nothing runs.
  *
  * Options are one declarative table (name, argument, help) from which both
- * getopt_long's table and --help are made.  `cosched classify` takes the run
+ * getopt_long's table and --help are made (opts.c).  `cosched classify` takes the run
  * options listed in classify_ids plus its own, and shares run's parser.
  */
 #include "config.h"
@@ -36,15 +36,7 @@ enum {
     O_STORE, O_STORE_TTL, O_REPROFILE, O_TO_END,
 };
 
-struct opt {
-    const char *name;
-    int has_arg;
-    int id;
-    const char *arg;
-    const char *help;
-};
-
-static const struct opt run_opts[] = {
+static const struct cs_opt run_opts[] = {
     { "policy", 1, O_POLICY, "NAME", "scheduling policy (default tft; `cosched policies` lists them)" },
     { "policy-opt", 1, O_POLICY_OPT, "KEY=VALUE", "parameter for the policy (repeatable)" },
     { "policy-path", 1, O_POLICY_PATH, "DIR", "look for policies in DIR first (repeatable)" },
@@ -79,28 +71,28 @@ static const int classify_ids[] = {
     O_POLICY_OPT, O_QUANTUM, O_CPUS, O_CONTROL, O_THREADS, O_COUNTERS, O_PROFILE, O_PROFILE_PATH, O_OMP_ENV,
     O_OMP_SHIM, O_KILL_TIMEOUT, O_STORE, O_STORE_TTL, O_REPROFILE, O_VERBOSE, O_QUIET, 0,
 };
-static const struct opt classify_own[] = {
+static const struct cs_opt classify_own[] = {
     { "to-end", 0, O_TO_END, NULL, "let the program run to its end (default: stop it once characterized)" },
     { "json", 0, O_JSON, NULL, "print the result as JSON on stdout" },
     { "help", 0, O_HELP, NULL, "this text" },
     { NULL, 0, 0, NULL, NULL },
 };
 
-static struct opt *classify_table(void)
+static struct cs_opt *classify_table(void)
 {
-    static struct opt t[sizeof run_opts / sizeof run_opts[0] + sizeof classify_own / sizeof classify_own[0]];
+    static struct cs_opt t[sizeof run_opts / sizeof run_opts[0] + sizeof classify_own / sizeof classify_own[0]];
     int n = 0;
-    for (const struct opt *o = run_opts; o->name; o++)
+    for (const struct cs_opt *o = run_opts; o->name; o++)
         for (const int *id = classify_ids; *id; id++)
             if (o->id == *id)
                 t[n++] = *o;
-    for (const struct opt *o = classify_own; o->name; o++)
+    for (const struct cs_opt *o = classify_own; o->name; o++)
         t[n++] = *o;
-    t[n] = (struct opt){ NULL, 0, 0, NULL, NULL };
+    t[n] = (struct cs_opt){ NULL, 0, 0, NULL, NULL };
     return t;
 }
 
-static const struct opt topo_opts[] = {
+static const struct cs_opt topo_opts[] = {
     { "json", 0, O_JSON, NULL, "print JSON" },
     { "topology", 1, O_TOPOLOGY, "SPEC", "synthetic:DESC or an hwloc XML file instead of this machine" },
     { "cpus", 1, O_CPUS, "LIST", "mark only these cpus as managed" },
@@ -108,32 +100,11 @@ static const struct opt topo_opts[] = {
     { NULL, 0, 0, NULL, NULL },
 };
 
-static const struct opt pol_opts[] = {
+static const struct cs_opt pol_opts[] = {
     { "policy-path", 1, O_POLICY_PATH, "DIR", "look for policies in DIR first (repeatable)" },
     { "help", 0, O_HELP, NULL, "this text" },
     { NULL, 0, 0, NULL, NULL },
 };
-
-static struct option *getopt_table(const struct opt *o)
-{
-    int n = 0;
-    while (o[n].name)
-        n++;
-    struct option *t = calloc(n + 1, sizeof *t);
-    for (int i = 0; i < n; i++)
-        t[i] = (struct option){ o[i].name, o[i].has_arg ? required_argument : no_argument, NULL, o[i].id };
-    return t;
-}
-
-static void print_help(const char *usage, const struct opt *o)
-{
-    printf("usage: %s\n\noptions:\n", usage);
-    for (; o->name; o++) {
-        char left[64];
-        snprintf(left, sizeof left, "--%s%s%s", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
-        printf("  %-26s %s\n", left, o->help);
-    }
-}
 
 /* "cosched run: --quantum 0: must be ..." */
 #define BAD(...) do { cs_err(__VA_ARGS__); goto bad; } while (0)
@@ -397,8 +368,8 @@ static const char *omp_shim_path(void)
 
 static int run_or_classify(int argc, char **argv, struct classify *cl)
 {
-    const struct opt *table = cl ? classify_table() : run_opts;
-    struct option *lo = getopt_table(table);
+    const struct cs_opt *table = cl ? classify_table() : run_opts;
+    struct option *lo = cs_opt_getopt(table);
     struct cs_engine e = { .quantum = 1.0, .omp_env = 1, .output = CS_OUT_PREFIX, .kill_timeout = 10.0 };
     const char *policy = cl ? "classify" : "tft", *control = "auto", *topospec = NULL, *cpus = NULL,
                *jobfile = NULL, *tracefile = NULL, *counters = "auto", *profspec = NULL, *recordfile = NULL,
@@ -527,9 +498,9 @@ static int run_or_classify(int argc, char **argv, struct classify *cl)
         case 'h':
         case O_HELP:
             if (cl)
-                print_help("cosched classify [options] -- COMMAND [ARGS]", table);
+                cs_opt_usage("cosched classify [options] -- COMMAND [ARGS]", table);
             else
-                print_help("cosched run [options] (--jobs FILE | -- COMMAND [ARGS] [::: COMMAND [ARGS]]...)", run_opts);
+                cs_opt_usage("cosched run [options] (--jobs FILE | -- COMMAND [ARGS] [::: COMMAND [ARGS]]...)", run_opts);
             status = 0;
             goto bad;
         case ':':
@@ -881,7 +852,7 @@ static int classify_report(struct cs_engine *e, struct classify *cl, int status)
 
 int cs_cmd_topology(int argc, char **argv)
 {
-    struct option *lo = getopt_table(topo_opts);
+    struct option *lo = cs_opt_getopt(topo_opts);
     const char *spec = NULL, *cpus = NULL;
     int json = 0, c, status = 2;
     struct cs_topo *t = NULL;
@@ -903,7 +874,7 @@ int cs_cmd_topology(int argc, char **argv)
             break;
         case 'h':
         case O_HELP:
-            print_help("cosched topology [--json] [--topology SPEC] [--cpus LIST]", topo_opts);
+            cs_opt_usage("cosched topology [--json] [--topology SPEC] [--cpus LIST]", topo_opts);
             status = 0;
             goto bad;
         case ':':
@@ -928,7 +899,7 @@ bad:
 
 int cs_cmd_policies(int argc, char **argv)
 {
-    struct option *lo = getopt_table(pol_opts);
+    struct option *lo = cs_opt_getopt(pol_opts);
     char **ppath = NULL, **search = NULL;
     int nppath = 0, nsearch = 0, c, status = 2;
 
@@ -943,7 +914,7 @@ int cs_cmd_policies(int argc, char **argv)
             break;
         case 'h':
         case O_HELP:
-            print_help("cosched policies [--policy-path DIR]", pol_opts);
+            cs_opt_usage("cosched policies [--policy-path DIR]", pol_opts);
             status = 0;
             goto bad;
         case ':':

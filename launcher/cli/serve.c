@@ -15,54 +15,37 @@
 enum { S_SOCKET = 256, S_POLICY, S_POLICY_OPT, S_POLICY_PATH, S_QUANTUM, S_IDLE, S_DETACH, S_LOG, S_TRACE, S_COUNTERS,
        S_VERBOSE, S_QUIET, S_HELP, S_JSON, S_ALL, S_KILL_GRACE };
 
-static const struct option serve_lo[] = {
-    { "socket", required_argument, NULL, S_SOCKET },
-    { "policy", required_argument, NULL, S_POLICY },
-    { "policy-opt", required_argument, NULL, S_POLICY_OPT },
-    { "policy-path", required_argument, NULL, S_POLICY_PATH },
-    { "quantum", required_argument, NULL, S_QUANTUM },
-    { "idle-exit", required_argument, NULL, S_IDLE },
-    { "detach", no_argument, NULL, S_DETACH },
-    { "log", required_argument, NULL, S_LOG },
-    { "trace", required_argument, NULL, S_TRACE },
-    { "counters", required_argument, NULL, S_COUNTERS },
-    { "kill-grace", required_argument, NULL, S_KILL_GRACE },
-    { "verbose", no_argument, NULL, S_VERBOSE },
-    { "quiet", no_argument, NULL, S_QUIET },
-    { "help", no_argument, NULL, S_HELP },
-    { NULL, 0, NULL, 0 },
+static const struct cs_opt serve_opts[] = {
+    { "socket", 1, S_SOCKET, "PATH", "listen here (default " CS_PROTO_SOCKET ")" },
+    { "policy", 1, S_POLICY, "NAME", "policy until a step asks for another while idle (default flca)" },
+    { "policy-opt", 1, S_POLICY_OPT, "KEY=VALUE", "parameter for the policy (repeatable)" },
+    { "policy-path", 1, S_POLICY_PATH, "DIR", "root-owned directory searched first for policies (repeatable)" },
+    { "quantum", 1, S_QUANTUM, "DURATION", "time quantum, 10ms to 60s (default 1s)" },
+    { "idle-exit", 1, S_IDLE, "DURATION", "exit after this long with no step (default 0: never)" },
+    { "detach", 0, S_DETACH, NULL, "run in the background once listening (started on demand by the plugin)" },
+    { "log", 1, S_LOG, "FILE", "messages go here with --detach (default SOCKET.log)" },
+    { "trace", 1, S_TRACE, "FILE", "one JSON line per step and per job event" },
+    { "counters", 1, S_COUNTERS, "SPEC", "auto (default) or none" },
+    { "kill-grace", 1, S_KILL_GRACE, "DURATION", "a step showing a pending kill signal is left running this long at most\n"
+      "                         (Slurm's KillWait plus a margin; default 60s)" },
+    { "verbose", 0, S_VERBOSE, NULL, "more / fewer messages", "--verbose, --quiet" },
+    { "quiet", 0, S_QUIET, NULL, NULL, NULL },
+    { "help", 0, S_HELP, NULL, NULL, NULL },
+    { NULL, 0, 0, NULL, NULL, NULL },
 };
-
-static const char serve_help[] =
-    "usage: cosched serve [options]\n\n"
-    "The node engine: co-schedules the Slurm steps that the cosched SPANK plugin registers.\n"
-    "Runs as root until SIGTERM/SIGINT (or --idle-exit); see cosched(1) SLURM.\n\n"
-    "options:\n"
-    "  --socket PATH          listen here (default " CS_PROTO_SOCKET ")\n"
-    "  --policy NAME          policy until a step asks for another while idle (default flca)\n"
-    "  --policy-opt KEY=VALUE parameter for the policy (repeatable)\n"
-    "  --policy-path DIR      root-owned directory searched first for policies (repeatable)\n"
-    "  --quantum DURATION     time quantum, 10ms to 60s (default 1s)\n"
-    "  --idle-exit DURATION   exit after this long with no step (default 0: never)\n"
-    "  --detach               run in the background once listening (started on demand by the plugin)\n"
-    "  --log FILE             messages go here with --detach (default SOCKET.log)\n"
-    "  --trace FILE           one JSON line per step and per job event\n"
-    "  --counters SPEC        auto (default) or none\n"
-    "  --kill-grace DURATION  a step showing a pending kill signal is left running this long at most\n"
-    "                         (Slurm's KillWait plus a margin; default 60s)\n"
-    "  --verbose, --quiet     more / fewer messages\n";
 
 #define BAD(...) do { cs_err(__VA_ARGS__); goto out; } while (0)
 
 int cs_cmd_serve(int argc, char **argv)
 {
     struct cs_node_opts o = { .socket = CS_PROTO_SOCKET, .policy = "flca", .counters = "auto", .quantum = 1.0 };
+    struct option *lo = cs_opt_getopt(serve_opts);
     int c, status = 2;
 
     opterr = 0;
     optind = 1;
     char hint[96];
-    while ((c = getopt_long(argc, argv, "+:h", serve_lo, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "+:h", lo, NULL)) != -1) {
         switch (c) {
         case S_SOCKET: o.socket = optarg; break;
         case S_POLICY: o.policy = optarg; break;
@@ -102,11 +85,15 @@ int cs_cmd_serve(int argc, char **argv)
         case S_QUIET: cs_verbosity = CS_LOG_WARN; break;
         case 'h':
         case S_HELP:
-            fputs(serve_help, stdout);
+            printf("usage: cosched serve [options]\n\n"
+                   "The node engine: co-schedules the Slurm steps that the cosched SPANK plugin registers.\n"
+                   "Runs as root until SIGTERM/SIGINT (or --idle-exit); see cosched(1) SLURM.\n\n"
+                   "options:\n");
+            cs_opt_help(stdout, serve_opts, 22, NULL);
             status = 0;
             goto out;
         case ':': BAD("option %s needs an argument", argv[optind - 1]);
-        default: BAD("unknown option '%s' (%ssee cosched serve --help)", argv[optind - 1], cs_option_hint(argv[optind - 1], serve_lo, hint, sizeof hint));
+        default: BAD("unknown option '%s' (%ssee cosched serve --help)", argv[optind - 1], cs_option_hint(argv[optind - 1], lo, hint, sizeof hint));
         }
     }
     if (optind < argc)
@@ -115,5 +102,6 @@ int cs_cmd_serve(int argc, char **argv)
 out:
     free(o.popts);
     free(o.ppath);
+    free(lo);
     return status;
 }

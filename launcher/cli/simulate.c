@@ -52,11 +52,7 @@ enum {
     O_TRACE, O_JSON, O_BOUND, O_ORACLE, O_POLICY_PATH, O_VERBOSE, O_QUIET, O_HELP, O_CALIBRATE,
 };
 
-static const struct {
-    const char *name;
-    int has_arg, id;
-    const char *arg, *help;
-} opts[] = {
+static const struct cs_opt opts[] = {
     { "node", 1, O_NODE, "FILE|NAME", "node model (NAME: share/sim/NAME.node; see share/sim/README.md)" },
     { "apps", 1, O_APPS, "FILE|NAME", "application models (NAME: share/sim/NAME.apps)" },
     { "workload", 1, O_WORKLOAD, "FILE", "jobs, one app per line: APP [threads=N]" },
@@ -76,24 +72,24 @@ static const struct {
     { "verbose", 0, O_VERBOSE, NULL, "more messages (repeat for debug)" },
     { "quiet", 0, O_QUIET, NULL, "only warnings and errors" },
     { "help", 0, O_HELP, NULL, "this text" },
+    { NULL, 0, 0, NULL, NULL },
 };
-#define NOPTS (sizeof opts / sizeof opts[0])
 
 #define BAD(...) do { cs_err(__VA_ARGS__); goto out; } while (0)
+
+/* --bound needs GLPK: say so in its help line when it is missing. */
+static const char *help_note(int id)
+{
+    char why[160];
+
+    return id == O_BOUND && !cs_lp_available(why, sizeof why) ? " (unavailable: built without GLPK)" : "";
+}
 
 static void help(void)
 {
     printf("usage: cosched simulate --node FILE|NAME --apps FILE|NAME (--workload FILE | --mix APP,...) "
            "--policy P1,P2,... [options]\n\noptions:\n");
-    for (size_t i = 0; i < NOPTS; i++) {
-        char left[64];
-        char why[160];
-        snprintf(left, sizeof left, "--%s%s%s", opts[i].name, opts[i].arg ? " " : "", opts[i].arg ? opts[i].arg : "");
-        printf("  %-26s %s", left, opts[i].help);
-        if (opts[i].id == O_BOUND && !cs_lp_available(why, sizeof why))
-            printf(" (unavailable: built without GLPK)");
-        printf("\n");
-    }
+    cs_opt_help(stdout, opts, 26, help_note);
 }
 
 /* A model file: a path (has a '/' or exists), else NAME.EXT in the data directory. */
@@ -757,7 +753,7 @@ static void json_num(FILE *f, double v)
 
 int cs_cmd_simulate(int argc, char **argv)
 {
-    struct option lo[NOPTS + 1];
+    struct option *lo = cs_opt_getopt(opts);
     const char *nodespec = NULL, *appspec = NULL, *workload = NULL, *mix = NULL, *policies = "tft",
                *tracefile = NULL, *model = "analytic";
     char **ppath = NULL, *nodefile = NULL, *appsfile = NULL, *synth = NULL, *polcopy = NULL;
@@ -771,9 +767,6 @@ int cs_cmd_simulate(int argc, char **argv)
     struct bound bd = { 0 };
     long v;
 
-    for (size_t i = 0; i < NOPTS; i++)
-        lo[i] = (struct option){ opts[i].name, opts[i].has_arg ? required_argument : no_argument, NULL, opts[i].id };
-    lo[NOPTS] = (struct option){ 0 };
     opterr = 0;
     optind = 1;
     char hint[96];
@@ -1107,5 +1100,6 @@ out:
     free(appsfile);
     free(synth);
     free(ppath);
+    free(lo);
     return status;
 }

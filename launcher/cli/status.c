@@ -19,16 +19,18 @@ enum { ST_JSON = 256, ST_SOCKET, ST_HELP };
 
 int cs_cmd_status(int argc, char **argv)
 {
-    static const struct option lo[] = {
-        { "json", no_argument, NULL, ST_JSON },
-        { "socket", required_argument, NULL, ST_SOCKET },
-        { "help", no_argument, NULL, ST_HELP },
-        { NULL, 0, NULL, 0 },
+    static const struct cs_opt opts[] = {
+        { "json", 0, ST_JSON, NULL, "one JSON document" },
+        { "socket", 1, ST_SOCKET, "PATH", "the engine's socket (default " CS_PROTO_SOCKET ")" },
+        { "help", 0, ST_HELP, NULL, NULL },
+        { NULL, 0, 0, NULL, NULL },
     };
+    struct option *lo;
     const char *sock = CS_PROTO_SOCKET;
     int json = 0, c;
     char req[256], why[PATH_MAX + 128], *rep;
 
+    lo = cs_opt_getopt(opts);
     opterr = 0;
     optind = 1;
     char hint[96];
@@ -39,14 +41,15 @@ int cs_cmd_status(int argc, char **argv)
         case 'h':
         case ST_HELP:
             printf("usage: cosched status [--json] [--socket PATH]\n\n"
-                   "The steps the node engine co-schedules: yours, or every step for root.\n"
-                   "  --json         one JSON document\n"
-                   "  --socket PATH  the engine's socket (default " CS_PROTO_SOCKET ")\n");
+                   "The steps the node engine co-schedules: yours, or every step for root.\n");
+            cs_opt_help(stdout, opts, 14, NULL);
+            free(lo);
             return 0;
-        case ':': cs_err("option %s needs an argument", argv[optind - 1]); return 2;
-        default: cs_err("unknown option '%s' (%ssee cosched status --help)", argv[optind - 1], cs_option_hint(argv[optind - 1], lo, hint, sizeof hint)); return 2;
+        case ':': cs_err("option %s needs an argument", argv[optind - 1]); free(lo); return 2;
+        default: cs_err("unknown option '%s' (%ssee cosched status --help)", argv[optind - 1], cs_option_hint(argv[optind - 1], lo, hint, sizeof hint)); free(lo); return 2;
         }
     }
+    free(lo);
     if (optind < argc) {
         cs_err("cosched status takes no arguments ('%s')", argv[optind]);
         return 2;

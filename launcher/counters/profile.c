@@ -1201,13 +1201,6 @@ int cs_profile_matches(const struct cs_profile *p, const char *vendor, int famil
     return ok;
 }
 
-struct entry {
-    char *name;
-    char *path;
-    struct cs_profile *p;    /* NULL: broken or shadowed */
-    int shadowed_by;         /* index of the entry with the same name, -1 */
-};
-
 static int txt_filter(const struct dirent *d)
 {
     size_t l = strlen(d->d_name);
@@ -1215,9 +1208,9 @@ static int txt_filter(const struct dirent *d)
 }
 
 /* Every profile file in dirs, loaded unless shadowed. */
-static int scan_dirs(const char *const *dirs, int ndirs, struct entry **out)
+int cs_profile_scan(const char *const *dirs, int ndirs, struct cs_profile_entry **out)
 {
-    struct entry *v = NULL;
+    struct cs_profile_entry *v = NULL;
     int n = 0;
 
     for (int d = 0; d < ndirs; d++) {
@@ -1229,7 +1222,7 @@ static int scan_dirs(const char *const *dirs, int ndirs, struct entry **out)
             continue;
         }
         for (int i = 0; i < k; i++) {
-            struct entry *e;
+            struct cs_profile_entry *e;
             size_t l = strlen(names[i]->d_name) - 4;
             v = xrealloc(v, (size_t)(n + 1) * sizeof *v);
             e = &v[n];
@@ -1253,7 +1246,7 @@ static int scan_dirs(const char *const *dirs, int ndirs, struct entry **out)
     return n;
 }
 
-static void free_entries(struct entry *v, int n)
+void cs_profile_entries_free(struct cs_profile_entry *v, int n)
 {
     for (int i = 0; i < n; i++) {
         free(v[i].name);
@@ -1265,8 +1258,8 @@ static void free_entries(struct entry *v, int n)
 
 struct cs_profile *cs_profile_match(const char *const *dirs, int ndirs, const char *vendor, int family, int model)
 {
-    struct entry *v;
-    int n = scan_dirs(dirs, ndirs, &v);
+    struct cs_profile_entry *v;
+    int n = cs_profile_scan(dirs, ndirs, &v);
     struct cs_profile *found = NULL;
 
     for (int i = 0; i < n && found == NULL; i++)
@@ -1274,7 +1267,7 @@ struct cs_profile *cs_profile_match(const char *const *dirs, int ndirs, const ch
             found = v[i].p;
             v[i].p = NULL;
         }
-    free_entries(v, n);
+    cs_profile_entries_free(v, n);
     return found;
 }
 
@@ -1294,17 +1287,10 @@ char **cs_profile_search_path(char *const *extra, int nextra, int *n)
     return v;
 }
 
-/* ------------------------------------------------------- cosched profiles */
-
-struct cpuid {
-    char vendor[64];
-    int family, model;
-    int known;
-    char why[200];
-};
+/* ------------------------------------------- what cosched profiles shows */
 
 /* This machine's CPU, from hwloc's info attributes of the first package. */
-static void this_cpu(struct cpuid *c)
+void cs_cpuid_this(struct cs_cpuid *c)
 {
     hwloc_topology_t t;
     hwloc_obj_t o;
@@ -1339,7 +1325,7 @@ static void this_cpu(struct cpuid *c)
     hwloc_topology_destroy(t);
 }
 
-static int parse_cpuid_opt(const char *s, struct cpuid *c)
+int cs_cpuid_parse(const char *s, struct cs_cpuid *c)
 {
     const char *c1 = strchr(s, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
     unsigned long long f, m;
@@ -1355,7 +1341,7 @@ static int parse_cpuid_opt(const char *s, struct cpuid *c)
     return 0;
 }
 
-static void fmt_num(char *buf, size_t len, int v)
+void cs_profile_num(char *buf, size_t len, int v)
 {
     if (v < 10)
         snprintf(buf, len, "%d", v);
@@ -1363,19 +1349,19 @@ static void fmt_num(char *buf, size_t len, int v)
         snprintf(buf, len, "0x%x", v);
 }
 
-static const char *vendor_name(enum cs_vendor v)
+const char *cs_profile_vendor_name(enum cs_vendor v)
 {
     return v == CS_VENDOR_INTEL ? "intel" : v == CS_VENDOR_AMD ? "amd" : "any";
 }
 
 /* "intel 6 0x4f,0x56", "amd 0x19 0x00-0x0f,0x20-0x5f", "any (test)" */
-static void fmt_arch(const struct cs_profile *p, char *buf, size_t len)
+void cs_profile_arch(const struct cs_profile *p, char *buf, size_t len)
 {
-    size_t k = (size_t)snprintf(buf, len, "%s", vendor_name(p->vendor));
+    size_t k = (size_t)snprintf(buf, len, "%s", cs_profile_vendor_name(p->vendor));
     char num[16];
 
     if (p->family >= 0 && k < len) {
-        fmt_num(num, sizeof num, p->family);
+        cs_profile_num(num, sizeof num, p->family);
         k += (size_t)snprintf(buf + k, len - k, " %s", num);
     }
     for (int i = 0; i < p->nmodels && k < len; i++) {
@@ -1389,7 +1375,7 @@ static void fmt_arch(const struct cs_profile *p, char *buf, size_t len)
 }
 
 /* Why no profile matches cpu (cpu->known). */
-static void why_none(const struct cpuid *cpu, const struct entry *v, int n, char *const *dirs, int ndirs,
+void cs_profile_why_none(const struct cs_cpuid *cpu, const struct cs_profile_entry *v, int n, char *const *dirs, int ndirs,
                      char *buf, size_t len)
 {
     enum cs_vendor want = vendor_of(cpu->vendor);
@@ -1413,8 +1399,8 @@ static void why_none(const struct cpuid *cpu, const struct entry *v, int n, char
                  cpu->vendor);
         return;
     } else {
-        fmt_num(num, sizeof num, cpu->family);
-        k += (size_t)snprintf(buf + k, len - k, "no profile covers %s family %s model 0x%02x", vendor_name(want),
+        cs_profile_num(num, sizeof num, cpu->family);
+        k += (size_t)snprintf(buf + k, len - k, "no profile covers %s family %s model 0x%02x", cs_profile_vendor_name(want),
                               num, cpu->model);
         for (int i = 0; i < n && k < len; i++) {
             const struct cs_profile *p = v[i].p;
@@ -1443,239 +1429,24 @@ static int expr_uses_slot(const struct cs_expr *e, int slot)
                  expr_uses_slot(e->r, slot));
 }
 
-static int lint_files(char **files, int nfiles)
+int cs_profile_slot_used(const struct cs_profile *p, int slot)
 {
-    int bad = 0;
-
-    for (int i = 0; i < nfiles; i++) {
-        struct cs_profile *p = cs_profile_load(files[i]);
-        int unavailable = 0;
-        if (p == NULL) {
-            bad++;
-            continue;
-        }
-        for (int m = 0; m < p->nmetrics; m++)
-            unavailable += !p->metrics[m].available;
-        /* an event no metric uses is counted for nothing: say so, but it is not an error */
-        for (int e = 0; e < p->nevents; e++) {
-            int used = 0;
-            for (int m = 0; m < p->nmetrics && !used; m++)
-                used = expr_uses_slot(p->metrics[m].expr, e);
-            if (!used)
-                cs_warn("%s:%d: slot %s (%s) is not used by any metric", files[i], p->events[e].line,
-                        p->events[e].slot, p->events[e].name);
-        }
-        printf("%s: ok (%s: %d events, %d metrics, %d declared unavailable)\n", files[i], p->name, p->nevents,
-               p->nmetrics, unavailable);
-        cs_profile_free(p);
-    }
-    return bad ? 1 : 0;
-}
-
-enum { P_PATH = 256, P_JSON, P_LINT, P_CPUID, P_HELP };
-
-static const struct {
-    const char *name;
-    int has_arg, id;
-    const char *arg, *help;
-} prof_opts[] = {
-    { "profile-path", 1, P_PATH, "DIR", "look for profiles in DIR first (repeatable)" },
-    { "json", 0, P_JSON, NULL, "print JSON" },
-    { "cpuid", 1, P_CPUID, "VENDOR:FAMILY:MODEL", "match this CPU instead of the machine's (e.g. GenuineIntel:6:0x55)" },
-    { "lint", 0, P_LINT, NULL, "check the FILEs given after the options; exit 1 if one is wrong" },
-    { "help", 0, P_HELP, NULL, "this text" },
-};
-#define NPROF_OPTS (int)(sizeof prof_opts / sizeof prof_opts[0])
-
-static void prof_help(void)
-{
-    printf("usage: cosched profiles [--profile-path DIR] [--json] [--cpuid V:F:M]\n"
-           "       cosched profiles --lint FILE...\n\n"
-           "List the counter profiles and say which one matches this machine's CPU.\n\n");
-    for (int i = 0; i < NPROF_OPTS; i++) {
-        char left[64];
-        snprintf(left, sizeof left, "--%s%s%s", prof_opts[i].name, prof_opts[i].arg ? " " : "",
-                 prof_opts[i].arg ? prof_opts[i].arg : "");
-        printf("  %-36s %s\n", left, prof_opts[i].help);
-    }
-    printf("\nSearch path: --profile-path DIRs, ~/.config/cosched/profiles, %s/profiles,\n"
-           "<datadir>/profiles (here %s/profiles; $COSCHED_DATADIR sets it).\n"
-           "Format: profiles/README.md.\n", COSCHED_SYSCONFDIR, cs_datadir());
-}
-
-int cs_cmd_profiles(int argc, char **argv)
-{
-    struct option lo[NPROF_OPTS + 1];
-    char **ppath = NULL, **search = NULL;
-    int nppath = 0, nsearch = 0, json = 0, lint = 0, c, status = 2, n = 0, match = -1, broken = 0;
-    struct cpuid cpu;
-    int have_cpuid = 0;
-    struct entry *v = NULL;
-    char why[1024] = "";
-
-    memset(lo, 0, sizeof lo);
-    for (int i = 0; i < NPROF_OPTS; i++)
-        lo[i] = (struct option){ prof_opts[i].name, prof_opts[i].has_arg ? required_argument : no_argument, NULL,
-                                 prof_opts[i].id };
-    opterr = 0;
-    optind = 1;
-    char hint[96];
-    while ((c = getopt_long(argc, argv, "+:h", lo, NULL)) != -1) {
-        switch (c) {
-        case P_PATH:
-            ppath = xrealloc(ppath, (size_t)(nppath + 1) * sizeof *ppath);
-            ppath[nppath++] = optarg;
-            break;
-        case P_JSON:
-            json = 1;
-            break;
-        case P_LINT:
-            lint = 1;
-            break;
-        case P_CPUID:
-            if (parse_cpuid_opt(optarg, &cpu) < 0) {
-                cs_err("--cpuid '%s': expected VENDOR:FAMILY:MODEL (e.g. GenuineIntel:6:0x55, AuthenticAMD:0x19:1)",
-                       optarg);
-                goto out;
-            }
-            have_cpuid = 1;
-            break;
-        case 'h':
-        case P_HELP:
-            prof_help();
-            status = 0;
-            goto out;
-        case ':':
-            cs_err("option %s needs an argument", argv[optind - 1]);
-            goto out;
-        default:
-            cs_err("unknown option '%s' (%ssee cosched profiles --help)", argv[optind - 1], cs_option_hint(argv[optind - 1], lo, hint, sizeof hint));
-            goto out;
-        }
-    }
-    if (lint) {
-        if (optind >= argc) {
-            cs_err("--lint needs at least one FILE");
-            goto out;
-        }
-        if (json || nppath || have_cpuid) {
-            cs_err("--lint takes only files (not --json, --profile-path or --cpuid)");
-            goto out;
-        }
-        status = lint_files(argv + optind, argc - optind);
-        goto out;
-    }
-    if (optind < argc) {
-        cs_err("cosched profiles takes no arguments ('%s'; to check files use --lint FILE...)", argv[optind]);
-        goto out;
-    }
-    if (!have_cpuid)
-        this_cpu(&cpu);
-    search = cs_profile_search_path(ppath, nppath, &nsearch);
-    n = scan_dirs((const char *const *)search, nsearch, &v);
-    for (int i = 0; i < n; i++) {
-        if (v[i].shadowed_by < 0 && v[i].p == NULL)
-            broken++;
-        if (match < 0 && cpu.known && v[i].p && cs_profile_matches(v[i].p, cpu.vendor, cpu.family, cpu.model))
-            match = i;
-    }
-    if (match < 0) {
-        if (cpu.known)
-            why_none(&cpu, v, n, search, nsearch, why, sizeof why);
-        else
-            snprintf(why, sizeof why, "%s", cpu.why);
-    }
-
-    if (json) {
-        printf("{\n  \"cpu\": ");
-        if (cpu.known) {
-            printf("{\"vendor\": ");
-            cs_json_str(stdout, cpu.vendor);
-            printf(", \"family\": %d, \"model\": %d, \"source\": \"%s\"},\n", cpu.family, cpu.model,
-                   have_cpuid ? "--cpuid" : "hwloc");
-        } else
-            printf("null,\n");
-        printf("  \"search_path\": [");
-        for (int i = 0; i < nsearch; i++) {
-            printf("%s", i ? ", " : "");
-            cs_json_str(stdout, search[i]);
-        }
-        printf("],\n  \"profiles\": [");
-        for (int i = 0; i < n; i++) {
-            const struct cs_profile *p = v[i].p;
-            printf("%s\n    {\"name\": ", i ? "," : "");
-            cs_json_str(stdout, v[i].name);
-            printf(", \"file\": ");
-            cs_json_str(stdout, v[i].path);
-            if (v[i].shadowed_by >= 0) {
-                printf(", \"status\": \"shadowed\", \"by\": ");
-                cs_json_str(stdout, v[v[i].shadowed_by].path);
-            } else if (p == NULL)
-                printf(", \"status\": \"broken\"");
-            else {
-                printf(", \"status\": \"ok\", \"description\": ");
-                cs_json_str(stdout, p->description);
-                printf(", \"vendor\": \"%s\", \"family\": %d, \"models\": [", vendor_name(p->vendor), p->family);
-                for (int m = 0; m < p->nmodels; m++)
-                    printf("%s[%d, %d]", m ? ", " : "", p->models[m].lo, p->models[m].hi);
-                printf("], \"test\": %s, \"events\": %d, \"metrics\": %d", p->test ? "true" : "false", p->nevents,
-                       p->nmetrics);
-            }
-            printf("}");
-        }
-        printf("\n  ],\n  \"match\": ");
-        if (match >= 0)
-            cs_json_str(stdout, v[match].name);
-        else
-            printf("null");
-        printf(",\n  \"why\": ");
-        cs_json_str(stdout, match >= 0 ? "" : why);
-        printf("\n}\n");
-    } else {
-        char arch[200];
-        for (int i = 0; i < n; i++) {
-            if (v[i].shadowed_by >= 0)
-                snprintf(arch, sizeof arch, "(shadowed by %s)", v[v[i].shadowed_by].path);
-            else if (v[i].p == NULL)
-                snprintf(arch, sizeof arch, "(broken: see the error above)");
-            else
-                fmt_arch(v[i].p, arch, sizeof arch);
-            printf("%-16s %-30s %s\n", v[i].name, arch, v[i].path);
-        }
-        if (n == 0)
-            printf("(no profiles)\n");
-        if (cpu.known) {
-            char fam[16];
-            fmt_num(fam, sizeof fam, cpu.family);
-            printf("this CPU: %s family %s model 0x%02x (%s)\n", cpu.vendor, fam, cpu.model,
-                   have_cpuid ? "--cpuid" : "hwloc");
-        } else
-            printf("this CPU: unknown\n");
-        if (match >= 0)
-            printf("match: %s %s\n", v[match].name, v[match].path);
-        else
-            printf("no profile matches: %s\n", why);
-    }
-    status = broken ? 1 : 0;
-out:
-    free_entries(v, n);
-    for (int i = 0; i < nsearch; i++)
-        free(search[i]);
-    free(search);
-    free(ppath);
-    return status;
+    for (int m = 0; m < p->nmetrics; m++)
+        if (expr_uses_slot(p->metrics[m].expr, slot))
+            return 1;
+    return 0;
 }
 
 /* ------------------------------------------------------- for the engine */
 
 struct cs_profile *cs_profile_for_this_cpu(char *const *extra, int nextra, char *why, size_t len)
 {
-    struct cpuid c;
+    struct cs_cpuid c;
     struct cs_profile *p = NULL;
     char **dirs;
     int n;
 
-    this_cpu(&c);
+    cs_cpuid_this(&c);
     if (!c.known) {
         snprintf(why, len, "%s", c.why);
         return NULL;

@@ -195,11 +195,38 @@ struct cs_profile *cs_profile_for_this_cpu(char *const *extra, int nextra, char 
  * search path.  NULL after reporting. */
 struct cs_profile *cs_profile_find(const char *spec, char *const *extra, int nextra);
 
-/* `cosched profiles [--profile-path DIR] [--json] [--cpuid V:F:M] [--lint FILE...]`:
- * list the profiles and say which one matches this CPU (hwloc's CPUVendor,
- * CPUFamilyNumber, CPUModelNumber of the package) or why none does; --lint
- * checks the given files.  Exit status 0, 1 if a profile failed to parse,
- * 2 for a usage error. */
-int cs_cmd_profiles(int argc, char **argv);
+/* What `cosched profiles` (cli/profiles.c) shows. */
+/* Every profile file in dirs, in search order, loaded unless shadowed by
+ * one of the same name earlier (p NULL then, or when it is broken: its
+ * error was reported).  Count; *out malloc'ed. */
+struct cs_profile_entry {
+    char *name;
+    char *path;
+    struct cs_profile *p;    /* NULL: broken or shadowed */
+    int shadowed_by;         /* index of the entry with the same name, -1 */
+};
+int cs_profile_scan(const char *const *dirs, int ndirs, struct cs_profile_entry **out);
+void cs_profile_entries_free(struct cs_profile_entry *v, int n);
+/* A CPU's identification: this machine's from hwloc (known 0 and why set
+ * when hwloc does not say), or VENDOR:FAMILY:MODEL as --cpuid gives it
+ * (-1 if malformed). */
+struct cs_cpuid {
+    char vendor[64];
+    int family, model;
+    int known;
+    char why[200];
+};
+void cs_cpuid_this(struct cs_cpuid *c);
+int cs_cpuid_parse(const char *s, struct cs_cpuid *c);
+/* Why no entry matches cpu (cpu->known), for people. */
+void cs_profile_why_none(const struct cs_cpuid *cpu, const struct cs_profile_entry *v, int n, char *const *dirs,
+                         int ndirs, char *buf, size_t len);
+/* A family or model number as profiles write it (decimal below 10, else hex). */
+void cs_profile_num(char *buf, size_t len, int v);
+const char *cs_profile_vendor_name(enum cs_vendor v);
+/* p's ARCH for people: "intel 6 0x4f,0x56", "any (test)". */
+void cs_profile_arch(const struct cs_profile *p, char *buf, size_t len);
+/* Some metric of p reads event slot (index into p->events). */
+int cs_profile_slot_used(const struct cs_profile *p, int slot);
 
 #endif
