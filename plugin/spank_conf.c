@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
 #include "spank_conf.h"
 #include "shared/proto.h"
 
