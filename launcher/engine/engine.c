@@ -391,14 +391,8 @@ fail_out:
     return -1;
 }
 
-/*
- * A host of external jobs (the node engine): a job that exists already - the first task of a
- * Slurm step, inside Slurm's cgroups - is put under control: attached,
- * confined to its allocation and frozen until a plan runs it (the epoch in
- * progress is cut and the policy asked: most run it a switch later; a policy
- * that finishes its epochs, as flca does, at the end of the epoch).
- */
-int cs_engine_adopt(struct cs_engine *e, struct cs_job *j, pid_t pid)
+/* A job's per-run state: its cpu and memory sets, its metrics (unknown). */
+static void job_alloc(struct cs_engine *e, struct cs_job *j)
 {
     j->cpus = hwloc_bitmap_alloc();
     j->mems = hwloc_bitmap_alloc();
@@ -408,6 +402,18 @@ int cs_engine_adopt(struct cs_engine *e, struct cs_job *j, pid_t pid)
         for (int m = 0; m < e->profile->nmetrics; m++)
             j->metric[m] = NAN;
     }
+}
+
+/*
+ * A host of external jobs (the node engine): a job that exists already - the first task of a
+ * Slurm step, inside Slurm's cgroups - is put under control: attached,
+ * confined to its allocation and frozen until a plan runs it (the epoch in
+ * progress is cut and the policy asked: most run it a switch later; a policy
+ * that finishes its epochs, as flca does, at the end of the epoch).
+ */
+int cs_engine_adopt(struct cs_engine *e, struct cs_job *j, pid_t pid)
+{
+    job_alloc(e, j);
     if (e->ctl->job_prepare(e, j) < 0)
         return -1;
     if (e->ctl->job_attach(e, j, pid) < 0) {
@@ -1120,14 +1126,7 @@ started:
     }
     for (int i = 0; i < e->njobs; i++) {
         struct cs_job *j = e->jobs[i];
-        j->cpus = hwloc_bitmap_alloc();
-        j->mems = hwloc_bitmap_alloc();
-        j->step_cpus = hwloc_bitmap_alloc();
-        if (e->profile) {
-            j->metric = malloc(e->profile->nmetrics * sizeof *j->metric);
-            for (int m = 0; m < e->profile->nmetrics; m++)
-                j->metric[m] = NAN;
-        }
+        job_alloc(e, j);
         if (e->ctl->job_prepare(e, j) < 0)
             goto release;
         nprepared++;
