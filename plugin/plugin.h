@@ -28,7 +28,7 @@
 #include <slurm/spank.h>
 #include <stdint.h>
 
-#include "config.h"
+#include "spank_conf.h"
 
 struct cs_plugin {
     struct cs_conf conf;

@@ -24,8 +24,8 @@
 #include <unistd.h>
 
 #include "plugin.h"
-#include "proto.h"
-#include "ompinject.h"
+#include "shared/proto.h"
+#include "shared/ompinject.h"
 
 /* Step ids at and above this are Slurm's special steps (batch 0xfffffffb,
  * extern 0xfffffffc, interactive 0xfffffffa, pending 0xfffffffd): never

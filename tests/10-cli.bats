@@ -165,7 +165,7 @@ refuse() {
 }
 
 # --cpus as hwloc-calc and likwid name cpu sets: TYPE:LOGICAL-INDEXES terms
-# joined by '+' (launcher/topo.c cs_topo_cpus_parse); read back from what
+# joined by '+' (launcher/core/topo.c cs_topo_cpus_parse); read back from what
 # `cosched topology` says it manages.
 @test "--cpus by topology: numa:1, core:0-1, llc:1+core:0, package:1, pu:all; bad ones name the term" {
     local topo="synthetic:pack:2 numa:1 l3:1 core:4 pu:2"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# 25-profiles: counter profiles (profiles/*.txt, launcher/profile.c).
+# 25-profiles: counter profiles (profiles/*.txt, launcher/counters/profile.c).
 # Every shipped profile lints clean and defines each required metric or
 # declares it unavailable; broken profiles are refused with FILE:LINE: and
 # what was expected; `cosched profiles` lists the profiles and says which one

@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# 35-counters: the counter backends behind --counters (launcher/counters*.c,
+# 35-counters: the counter backends behind --counters (launcher/counters/*.c,
 # cosched-counters(5)) on real processes.
 #
 # Without a PMU (VMs, CI) the perf backend is exercised end to end with the

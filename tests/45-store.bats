@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# 45-store: the profile store (launcher/store.c, cosched(1) PROFILE STORE) on
+# 45-store: the profile store (launcher/core/store.c, cosched(1) PROFILE STORE) on
 # real runs.  A test policy (written to a temporary --policy-path) runs the
 # one job on every cpu, hands back a fixed characterization as plan()'s second
 # value, and logs job.stored when the snapshot has it.  Counting uses the

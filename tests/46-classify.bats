@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# 46-classify: `cosched classify -- CMD` (launcher/run.c, lua/policies/classify.lua)
+# 46-classify: `cosched classify -- CMD` (launcher/cli/run.c, lua/policies/classify.lua)
 # on a real program.  Counting uses the software events of
 # profiles/test-software.txt: the class it gives means nothing (the profile's
 # CAVEAT says so), so the tests check that every field is there and has the

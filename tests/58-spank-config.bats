@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # 58-spank-config: the SPANK plugin's configuration and --cosched parser
-# (plugin/config.c) without Slurm, through tests/progs/spank_conf.  What Slurm
+# (plugin/spank_conf.c) without Slurm, through tests/progs/spank_conf.  What Slurm
 # does with them is in 60-slurm-plugin.
 
 load helpers/common

@@ -122,7 +122,7 @@ bindings() {
 }
 
 @test "srun --cpu-bind=map_cpu:0,1 under tft: each task back on its own CPU once its step holds the node again" {
-    # The engine keeps a task's own binding across its moves (launcher/binds.c).
+    # The engine keeps a task's own binding across its moves (launcher/control/binds.c).
     # On this kernel (>= 6.2) a v1 cpuset write keeps the binding by itself;
     # the engine's part is what fails without the fix in 61-serve's test
     # (affinity path).  Here: that Slurm's binding and the engine's moves agree

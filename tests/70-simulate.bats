@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# 70-simulate: `cosched simulate`, the simulated node (launcher/sim.c, share/sim).
+# 70-simulate: `cosched simulate`, the simulated node (launcher/sim/sim.c, share/sim).
 # The real engine and the real Lua policies run in virtual time against the
 # models; these tests check the model's accounting (CPU conserved, a job alone
 # reproduces its app file), determinism for a seed, the paper-001 classes

@@ -125,6 +125,7 @@
 #include <strings.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include "../shared/envword.h"   /* a static function: nothing exported */
 
 #define CS_EXPORT __attribute__((visibility("default")))
 #define CS_HIDDEN __attribute__((visibility("hidden")))
@@ -215,19 +216,6 @@ static void *need(enum real_fn f)
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static int shim_enabled;
 
-static int word_is(const char *v, const char *const *words)
-{
-    while (*v == ' ' || *v == '\t')
-        v++;
-    size_t n = strlen(v);
-    while (n > 0 && (v[n - 1] == ' ' || v[n - 1] == '\t'))
-        n--;
-    for (; *words; words++)
-        if (strlen(*words) == n && strncasecmp(v, *words, n) == 0)
-            return 1;
-    return 0;
-}
-
 static void decide_enabled(void)
 {
     static const char *const off[] = { "off", "0", "no", "false", NULL };
@@ -235,15 +223,15 @@ static void decide_enabled(void)
     static const char *const dyn_false[] = { "false", NULL };
     const char *v = getenv("COSCHED_OMP");
     shim_enabled = 1;
-    if (v && word_is(v, off))
+    if (v && cs_env_word(v, off))
         shim_enabled = 0;
-    else if (v && !word_is(v, on)) {
+    else if (v && !cs_env_word(v, on)) {
         fprintf(stderr, "cosched-omp: COSCHED_OMP='%s' is not on or off; "
                 "OpenMP teams keep their sizes (the shim is off)\n", v);
         shim_enabled = 0;
     }
     v = getenv("OMP_DYNAMIC");
-    if (v && word_is(v, dyn_false))
+    if (v && cs_env_word(v, dyn_false))
         shim_enabled = 0;
 }
 

@@ -43,35 +43,7 @@ Plan: every epoch, one step of one quantum.
     else between cores; parameter split), one job per half, no CPU shared;
   - a single job (odd count, gang-only, only one ready) gets its whole group.
 
-Hierarchy and thread counts (paper 001 Sec. 6; cosched.pairing, cosched.cpus.hsplit):
-  - Islands: "wide CMP systems ... are based on deeper and more complex
-    memory hierarchies with several CPUs, memory links, NUMA organization
-    and different cache sharings. In this case, F-LCA needs to operate in
-    an hierarchical mode, with separate F-LCA modules closely
-    collaborating."  D (cosched.pairing.domains) counts the budget's
-    islands: LLC domains, cut further where one spans several NUMA nodes
-    (each node has its own memory link).  Up to D units run per step.
-  - Placement: the D groups of a step come from cosched.cpus.hsplit: the
-    NUMA nodes in NUMA order, each given its share of the groups and cut
-    at LLC boundaries (else between cores).  So a pair never spans two
-    NUMA nodes when there are at least as many units as nodes (both jobs
-    use one memory link), and the first (most owed) units go to the first
-    nodes.  Memory (mems) is left alone: pairs change every epoch and
-    moving pages that often would cost more than it saves (dinuma/dip move
-    memory).
-  - Arbitrary thread counts: "we need to address the case of arbitrary
-    numbers of application threads ... keep the complexity of the
-    scheduling algorithm low ... reuse N applications to fill empty cores"
-    and "building groups of residual threads with non-conflicting behaviors
-    to form a scheduling entity".  A job with fewer threads than the cores
-    of its part gets exactly that many whole cores (an unfolded pair: the
-    larger count, both on the same cores); the cores left in the group are
-    filled from the other ready jobs in the policy's order, class N first,
-    then jobs whose class does not conflict with the group's (never S beside
-    C: LCA's rule), each taking min(threads, cores left) cores that no one
-    else in the step has.  Gang-only jobs never fill and are never joined.
-    A job with more threads than its cores keeps its cores (its threads
-    time-share them).  Full-width jobs (threads >= cores) cost nothing here.
+Hierarchy and thread counts (paper 001 Sec. 6): cosched-policy(7), SHIPPED POLICIES.
 
 Parameters (--policy-opt key=value):
   split = auto          where halves are cut (folded policies): auto, llc, numa, core, pu

@@ -26,9 +26,7 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include "cosched.h"
-#include "counters.h"
-#include "profile.h"
+#include "counters/counters.h"
 
 static int cmp(const void *a, const void *b)
 {

@@ -65,7 +65,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cosched.h"
+#include "policy/policy.h"
 
 #define MAXLIST 64
 

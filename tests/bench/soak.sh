@@ -30,7 +30,7 @@
 # in slurm/ and real tasks (tests/progs/spin with 1 or 2 threads,
 # tests/progs/ompwork, sleep) running as the users in user/task_T, born
 # inside their cgroup, at nice 10 (they only burn time).  Registrations and
-# deregistrations are the protocol's lines (launcher/proto.h) sent as root
+# deregistrations are the protocol's lines (launcher/shared/proto.h) sent as root
 # over the engine's socket, as the SPANK plugin sends them.  A driver
 # (python, below) starts steps at --rate (jobs of two steps; one task or two
 # per step, the second joining the first), lets them run their life and ends

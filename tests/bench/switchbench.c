@@ -56,7 +56,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cosched.h"
+#include "control/control.h"
 
 #define MAXLIST 16
 

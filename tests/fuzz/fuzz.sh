@@ -25,14 +25,14 @@ cflags="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -fn
 # target: the launcher and plugin sources its harness needs
 sources() {
     case $1 in
-    proto) echo launcher/proto.c ;;
-    spank) echo plugin/config.c launcher/duration.c ;;
-    jobfile) echo launcher/jobfile.c launcher/util.c launcher/duration.c launcher/store.c ;;
-    profile | formula) echo launcher/profile.c launcher/util.c launcher/duration.c ;;
-    simnode | simapps) echo launcher/sim.c launcher/topo.c launcher/util.c launcher/duration.c ;;
-    replay) echo launcher/counters_replay.c launcher/profile.c launcher/util.c launcher/duration.c ;;
-    store) echo launcher/util.c launcher/duration.c ;;     # store.c is included by the harness
-    report) echo launcher/report.c launcher/store.c launcher/util.c launcher/duration.c ;;
+    proto) echo launcher/shared/proto.c ;;
+    spank) echo plugin/spank_conf.c launcher/shared/duration.c ;;
+    jobfile) echo launcher/core/jobfile.c launcher/core/util.c launcher/shared/duration.c launcher/core/store.c ;;
+    profile | formula) echo launcher/counters/profile.c launcher/core/util.c launcher/shared/duration.c ;;
+    simnode | simapps) echo launcher/sim/sim.c launcher/core/topo.c launcher/core/util.c launcher/shared/duration.c ;;
+    replay) echo launcher/counters/replay.c launcher/counters/profile.c launcher/core/util.c launcher/shared/duration.c ;;
+    store) echo launcher/core/util.c launcher/shared/duration.c ;;     # store.c is included by the harness
+    report) echo launcher/cli/report.c launcher/core/store.c launcher/core/util.c launcher/shared/duration.c ;;
     *) return 1 ;;
     esac
 }
@@ -53,7 +53,7 @@ for t in "$@"; do
     bin=$out/fuzz_$t
     deps="$src/tests/fuzz/fuzz_$t.c $src/tests/fuzz/fuzz.h"
     [ "$t" != formula ] || deps="$deps $src/tests/fuzz/fuzz_profile.c"
-    [ "$t" != store ] || deps="$deps $src/launcher/store.c"
+    [ "$t" != store ] || deps="$deps $src/launcher/core/store.c"
     paths=
     for s in $srcs; do
         paths="$paths $src/$s"

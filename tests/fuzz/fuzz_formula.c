@@ -1,5 +1,5 @@
 /*
- * fuzz_formula - the formula compiler of launcher/profile.c alone: the
+ * fuzz_formula - the formula compiler of launcher/counters/profile.c alone: the
  * input is the text after "fz " of one more metric, appended to a profile
  * whose head, events and required metrics are fixed and valid (so the
  * fuzzer does not have to find them); further lines of the input are more

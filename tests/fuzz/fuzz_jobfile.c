@@ -1,12 +1,12 @@
 /*
  * fuzz_jobfile - job files (--jobs FILE), cs_jobfile_load() in
- * launcher/jobfile.c, and its word splitter cs_split_words() on the whole
+ * launcher/core/jobfile.c, and its word splitter cs_split_words() on the whole
  * input as one line.
  */
 #define FUZZ_WANT_LOG
-#include "fuzz.h"
 #include "config.h"
-#include "cosched.h"
+#include "fuzz.h"
+#include "core/core.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

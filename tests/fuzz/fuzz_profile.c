@@ -1,16 +1,15 @@
 /*
- * fuzz_profile - counter profiles, cs_profile_load() in launcher/profile.c
+ * fuzz_profile - counter profiles, cs_profile_load() in launcher/counters/profile.c
  * (profiles/README.md): header, EVENTSET (perf= and likwid= specs), METRICS
  * and their formulas.  A profile that loads is evaluated: every metric on
  * counts of 1, on zeros and with one event uncounted (NAN), and matched
  * against a few CPUs.
  */
 #define FUZZ_WANT_LOG
-#include "fuzz.h"
 #include "config.h"
+#include "fuzz.h"
+#include "counters/counters.h"
 #include <math.h>
-#include "cosched.h"
-#include "profile.h"
 
 /* shared with fuzz_formula.c */
 static void exercise(const struct cs_profile *p)

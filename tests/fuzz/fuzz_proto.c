@@ -1,11 +1,11 @@
 /*
  * fuzz_proto - the engine socket's request parser, cs_msg_parse()
- * (launcher/proto.c), on one request line; what it accepts is read back
+ * (launcher/shared/proto.c), on one request line; what it accepts is read back
  * through the getters and rebuilt with cs_req_init/cs_req_add, which must
  * give a request that parses to the same verb and pairs.
  */
 #include "fuzz.h"
-#include "proto.h"
+#include "shared/proto.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -1,16 +1,14 @@
 /*
  * fuzz_replay - counter recordings (--record-counters, read back by
  * --counters replay:FILE): the replay backend's init() in
- * launcher/counters_replay.c, under profiles/test-software.txt and a run of
+ * launcher/counters/replay.c, under profiles/test-software.txt and a run of
  * two jobs ("plain" and "a\"b"); a recording that loads is read back for a
  * few steps of each job.
  */
 #define FUZZ_WANT_LOG
-#include "fuzz.h"
 #include "config.h"
-#include "cosched.h"
-#include "counters.h"
-#include "profile.h"
+#include "fuzz.h"
+#include "counters/counters.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

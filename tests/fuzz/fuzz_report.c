@@ -1,13 +1,13 @@
 /*
- * fuzz_report - traces read by `cosched report` (launcher/report.c): the
+ * fuzz_report - traces read by `cosched report` (launcher/cli/report.c): the
  * input is a trace file; what reads is drawn as SVG and HTML and summed up
  * as JSON and CSV (into files under /tmp that each input overwrites).
  */
 #define FUZZ_WANT_LOG
 #include "fuzz.h"
 #include "config.h"
-#include "cosched.h"
-#include "cli.h"
+#include "core/core.h"
+#include "cli/cli.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -1,7 +1,7 @@
 /*
  * fuzz_simapps - simulated application files (share/sim/NAME.apps: app
  * models, phases, the empirical interference matrix), cs_sim_apps_load()
- * in launcher/sim.c.  Every app of a file that loads is looked up by name,
+ * in launcher/sim/sim.c.  Every app of a file that loads is looked up by name,
  * and the first four run in the model as `cosched simulate --bound` runs
  * them on share/sim/2socket.node: each alone and all together on every core
  * (cs_sim_steady), under the analytic model and, when the file has a
@@ -9,9 +9,9 @@
  * values the loader let through (float-to-int overflow is UB).
  */
 #define FUZZ_WANT_LOG
-#include "fuzz.h"
 #include "config.h"
-#include "sim.h"
+#include "fuzz.h"
+#include "sim/sim.h"
 
 static void run_model(const struct cs_sim_apps *a, const struct cs_sim_node *n, const struct cs_topo *t,
                       enum cs_sim_model model)

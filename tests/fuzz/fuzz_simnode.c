@@ -1,14 +1,14 @@
 /*
  * fuzz_simnode - simulated node files (share/sim/NAME.node),
- * cs_sim_node_load() in launcher/sim.c; a node that loads is built as
+ * cs_sim_node_load() in launcher/sim/sim.c; a node that loads is built as
  * `cosched simulate` builds it: its synthetic description
  * (cs_sim_node_synthetic) loaded by cs_topo_load, which must succeed (and
  * within the time limit: corpus/simnode/timeout-16M-cores.node).
  */
 #define FUZZ_WANT_LOG
-#include "fuzz.h"
 #include "config.h"
-#include "sim.h"
+#include "fuzz.h"
+#include "sim/sim.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -1,5 +1,5 @@
 /*
- * fuzz_spank - the SPANK plugin's configuration parser (plugin/config.c):
+ * fuzz_spank - the SPANK plugin's configuration parser (plugin/spank_conf.c):
  * the input is lines, every line but the last a plugstack.conf argument
  * ("key=value") for cs_conf_parse(), the last one a --cosched=VALUE for
  * cs_req_parse(), checked against a fixed installed set and against none;
@@ -7,8 +7,8 @@
  * policy file by cs_policy_description() (its `description = "..."` line).
  */
 #include "fuzz.h"
+#include "../../plugin/spank_conf.h"
 #include <sys/stat.h>
-#include "../../plugin/config.h"
 
 static char dir[] = "/tmp/cosched-fuzz-spank.XXXXXX";
 

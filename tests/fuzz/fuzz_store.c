@@ -1,5 +1,5 @@
 /*
- * fuzz_store - the JSON of launcher/store.c (profile store entries) and
+ * fuzz_store - the JSON of launcher/core/store.c (profile store entries) and
  * of the trace's strings:
  *  - the input as a store entry file, read by lookup() for a fixed key
  *    (the whole path: size and NUL checks, the JSON parser, the key and
@@ -12,7 +12,7 @@
  */
 #define FUZZ_WANT_LOG
 #include "fuzz.h"
-#include "../../launcher/store.c"
+#include "../../launcher/core/store.c"
 
 static int same(double a, double b)
 {

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """cs_client.py SOCKET REQUEST [options] - a raw client of the node engine's
-socket (launcher/proto.h) for tests/61-serve.bats.  Unlike `cosched status`
+socket (launcher/shared/proto.h) for tests/61-serve.bats.  Unlike `cosched status`
 it sends exactly what it is told, malformed requests included.
 
   REQUEST       the request; Python escapes are decoded (\\x00, \\x07, \\n),

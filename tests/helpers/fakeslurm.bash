@@ -4,7 +4,7 @@
 # private socket, and a raw protocol client (cs_client.py).
 # `load helpers/common` first.
 #
-# Slurm's cgroup/v2 layout, as launcher/slurm.c expects it:
+# Slurm's cgroup/v2 layout, as launcher/control/slurm.c expects it:
 #   FAKE_ROOT/system.slice/slurmstepd.scope/job_<J>/step_<S>/{slurm,user/task_<T>}
 # The engine freezes step_<S>/user (cgroup.freeze) and, without a cgroup2
 # cpuset controller, moves cores with sched_setaffinity on every thread below

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """stub_engine.py SOCKET LOG [REPLY] - a stand-in for `cosched serve` that
-only speaks the socket protocol (launcher/proto.h): it appends every request
+only speaks the socket protocol (launcher/shared/proto.h): it appends every request
 to LOG, followed for register by the registering pid's /proc/PID/cgroup lines
 (prefixed "cgroup ") and its Cpus_allowed_list ("cpus "), and answers REPLY
 (default "OK id=<n> policy=<policy of the request>"; "ERR ..." to refuse;

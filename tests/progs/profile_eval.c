@@ -1,5 +1,5 @@
 /*
- * profile_eval - unit tests of launcher/profile.c, printed as TAP.
+ * profile_eval - unit tests of launcher/counters/profile.c, printed as TAP.
  *
  *   profile_eval [PROFILES_DIR]
  *
@@ -21,8 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "cosched.h"
-#include "profile.h"
+#include "counters/counters.h"
 
 static int ntest, nfail;
 static char tmpdir[] = "/tmp/profile_eval.XXXXXX";

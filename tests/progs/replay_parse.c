@@ -22,9 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "cosched.h"
-#include "counters.h"
-#include "profile.h"
+#include "counters/counters.h"
 
 static int nchecks, nfailed;
 

@@ -1,5 +1,5 @@
 /*
- * spank_conf - drive the SPANK plugin's configuration parser (plugin/config.c)
+ * spank_conf - drive the SPANK plugin's configuration parser (plugin/spank_conf.c)
  * without Slurm, for tests/58-spank-config.bats.
  *
  *   spank_conf conf [ARG...]           parse plugstack.conf ARGs, print the config
@@ -13,7 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../../plugin/config.h"  /* not the autoconf config.h */
+#include "../../plugin/spank_conf.h"
 
 static int conf(struct cs_conf *c, struct cs_names *inst, int ac, char **av)
 {

@@ -11,7 +11,7 @@
 # its own tree, Debian's build being one for multiple slurmd:
 #   system.slice/<node>_slurmstepd.scope/job_J/step_S/{slurm,user/task_T}
 # The engine freezes a step through step_S/user/cgroup.freeze and moves its
-# cores with step_S/user/cpuset.cpus (launcher/slurm.c); what is asserted is
+# cores with step_S/user/cpuset.cpus (launcher/control/slurm.c); what is asserted is
 # what the kernel shows there - cgroup.events "frozen", cpuset.cpus and
 # cpuset.cpus.effective, the tasks' threads' Cpus_allowed_list - and what
 # Slurm says (squeue, sinfo), never only what cosched says.

@@ -1,0 +1,1105 @@
+/*
+ * simulate.c - `cosched simulate`: the real engine and the real Lua policies
+ * on a simulated node (sim.c), in virtual time; per policy the summary of
+ * `cosched run` plus per-application throughput, or one JSON document.
+ *
+ *   cosched simulate --node FILE|NAME --apps FILE|NAME (--workload FILE | --mix APP,APP,...)
+ *                    --policy P1,P2,... [--model analytic|empirical] [--window SECONDS]
+ *                    [--quantum DUR] [--seed N] [--noise FRACTION] [--trace FILE] [--json] [--bound]
+ *
+ * Everything is checked before the first policy runs; a bad input is one
+ * message and exit status 2.  Each policy gets a fresh model (same seed), a
+ * fresh set of jobs and a fresh policy state, so the results of one policy
+ * never depend on the others that ran before it.
+ *
+ * JSON (--json; the contract of share/eval/evaluate):
+ *   {"node": NAME, "apps": NAME, "model": M, "seed": N, "window": S, "quantum": Q,
+ *    "results": [{"policy": P, "virtual_s": .., "wall_s": .., "steps": ..,
+ *                 "jobs": [{"id": .., "app": .., "completions": .., "throughput": .., "cpu_s": ..
+ *                           [, "class": "S|C|N" when the policy characterized it]}]
+ *                 [, "configurations": N, "recorded_total": ..]}],
+ *    "bound": {"configurations": N, "recorded": N, "standalone": {"ID": ..}, "floor": 1/n,
+ *              "total"|"fair"|"maxmin": {"value": .., "sum": .., "normalised": {"ID": ..}, "schedule": ".."}}}
+ * completions = finished runs + the fraction of the run cut by the window;
+ * throughput = completions per virtual second.  With --bound (compute_bound
+ * says what the programs are): "standalone" = each job's runs/s alone on the
+ * node, the unit of every normalised throughput; "value" = the program's
+ * optimum (total, fair: a sum of normalised throughputs; maxmin: the least
+ * job's), "sum" = the sum at that optimum; per result "recorded_total" = the
+ * run's own total normalised throughput from the configurations it went
+ * through (equal to its completions' up to rounding: the check that the
+ * bound saw the run).
+ */
+#include "config.h"
+#include <dirent.h>
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include "cli/cli.h"
+#include "engine/engine.h"
+#include "control/control.h"
+#include "counters/counters.h"
+#include "policy/policy.h"
+#include "sim/sim.h"
+
+enum {
+    O_NODE = 256, O_APPS, O_WORKLOAD, O_MIX, O_POLICY, O_MODEL, O_WINDOW, O_QUANTUM, O_SEED, O_NOISE,
+    O_TRACE, O_JSON, O_BOUND, O_ORACLE, O_POLICY_PATH, O_VERBOSE, O_QUIET, O_HELP, O_CALIBRATE,
+};
+
+static const struct cs_opt opts[] = {
+    { "node", 1, O_NODE, "FILE|NAME", "node model (NAME: share/sim/NAME.node; see " COSCHED_DOCDIR "/sim/README.md)" },
+    { "apps", 1, O_APPS, "FILE|NAME", "application models (NAME: share/sim/NAME.apps)" },
+    { "workload", 1, O_WORKLOAD, "FILE", "jobs, one app per line: APP [threads=N]" },
+    { "mix", 1, O_MIX, "APP,APP,...", "jobs given on the command line (one per app named)" },
+    { "policy", 1, O_POLICY, "P1,P2,...", "policies to run, one after the other (default tft); P may be NAME:KEY=VALUE[:...]" },
+    { "model", 1, O_MODEL, "MODEL", "interference model: analytic (default) or empirical" },
+    { "window", 1, O_WINDOW, "DURATION", "virtual time window, e.g. 60s, 10m; jobs restart until it closes (default: each runs once)" },
+    { "quantum", 1, O_QUANTUM, "DURATION", "time quantum, 10ms to 60s (default 1s)" },
+    { "seed", 1, O_SEED, "N", "seed of the model's random draws (default 1)" },
+    { "noise", 1, O_NOISE, "FRACTION", "relative noise on every simulated count, 0 to 1 (default 0)" },
+    { "trace", 1, O_TRACE, "FILE", "trace as cosched run writes it (several policies: FILE.POLICY)" },
+    { "json", 0, O_JSON, NULL, "print one JSON document on stdout" },
+    { "bound", 0, O_BOUND, NULL, "also the upper bounds of the LP over configurations (at most 64 jobs; needs GLPK)" },
+    { "oracle", 0, O_ORACLE, NULL, "the old name of --bound (the pairing oracle it replaced was no bound)" },
+    { "calibrate", 0, O_CALIBRATE, NULL, "print the model's calibration tables for the apps (no policy runs)" },
+    { "policy-path", 1, O_POLICY_PATH, "DIR", "look for policies in DIR first (repeatable)" },
+    { "verbose", 0, O_VERBOSE, NULL, "more messages (repeat for debug)" },
+    { "quiet", 0, O_QUIET, NULL, "only warnings and errors" },
+    { "help", 0, O_HELP, NULL, "this text" },
+    { NULL, 0, 0, NULL, NULL },
+};
+
+#define BAD(...) do { cs_err(__VA_ARGS__); goto out; } while (0)
+
+/* --bound needs GLPK: say so in its help line when it is missing. */
+static const char *help_note(int id)
+{
+    char why[160];
+
+    return id == O_BOUND && !cs_lp_available(why, sizeof why) ? " (unavailable: built without GLPK)" : "";
+}
+
+static void help(void)
+{
+    printf("usage: cosched simulate --node FILE|NAME --apps FILE|NAME (--workload FILE | --mix APP,...) "
+           "--policy P1,P2,... [options]\n\noptions:\n");
+    cs_opt_help(stdout, opts, 26, help_note);
+}
+
+/* A model file: a path (has a '/' or exists), else NAME.EXT in the data directory. */
+static char *model_path(const char *spec, const char *ext)
+{
+    struct stat st;
+    if (strchr(spec, '/') || stat(spec, &st) == 0)
+        return strdup(spec);
+    const char *d = cs_datadir();
+    char *p = cs_strdup_printf("%s/sim/%s.%s", d, spec, ext);
+    if (access(p, R_OK) == 0)
+        return p;
+    free(p);
+    p = cs_strdup_printf("%s/share/sim/%s.%s", d, spec, ext);
+    if (access(p, R_OK) == 0)
+        return p;
+    free(p);
+    return NULL;
+}
+
+/* The message for a model NAME that was not found: the folders that exist,
+ * the NAMEs they hold, and the closest one. */
+static void model_missing(const char *opt, const char *spec, const char *ext)
+{
+    const char *d = cs_datadir();
+    char *dirs[2] = { cs_strdup_printf("%s/sim", d), cs_strdup_printf("%s/share/sim", d) };
+    char known[1024] = "", where[2 * PATH_MAX] = "";
+    const char *names[64];
+    char *owned[64];
+    size_t n = 0;
+
+    for (int k = 0; k < 2; k++) {
+        DIR *dir = dirs[k] ? opendir(dirs[k]) : NULL;
+        struct dirent *de;
+        if (!dir)
+            continue;
+        snprintf(where + strlen(where), sizeof where - strlen(where), "%s%s", where[0] ? " and " : "", dirs[k]);
+        while ((de = readdir(dir)) != NULL && n < 64) {
+            size_t l = strlen(de->d_name), e = strlen(ext);
+            if (l > e + 1 && de->d_name[l - e - 1] == '.' && strcmp(de->d_name + l - e, ext) == 0) {
+                owned[n] = cs_strdup_printf("%.*s", (int)(l - e - 1), de->d_name);
+                names[n] = owned[n];
+                snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", n ? ", " : "", owned[n]);
+                n++;
+            }
+        }
+        closedir(dir);
+    }
+    const char *near = cs_closest(spec, names, n);
+    if (n)
+        cs_err("%s %s: no such file, and no %s.%s in %s (%s%s%sknown: %s)", opt, spec, spec, ext, where,
+               near ? "did you mean " : "", near ? near : "", near ? "? " : "", known);
+    else
+        cs_err("%s %s: no such file, and no model folder (%s/sim or %s/share/sim; set COSCHED_DATADIR)", opt, spec,
+               d, d);
+    for (size_t i = 0; i < n; i++)
+        free(owned[i]);
+    free(dirs[0]);
+    free(dirs[1]);
+}
+
+struct wjob { const struct cs_sim_app *app; int threads, explicit_threads, home; };
+
+static int add_wjob(struct wjob **w, int *n, const struct cs_sim_apps *a, const char *name, const char *where)
+{
+    const struct cs_sim_app *app = cs_sim_app_find(a, name);
+    if (!app) {
+        char known[2048] = "";
+        for (int i = 0; i < a->napps; i++)
+            snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", i ? ", " : "",
+                     a->apps[i].name);
+        cs_err("%s: unknown app '%s' (apps of %s: %s)", where, name, a->file, known);
+        return -1;
+    }
+    *w = realloc(*w, (*n + 1) * sizeof **w);
+    (*w)[*n] = (struct wjob){ app, app->threads, 0, -2 };
+    (*n)++;
+    return 0;
+}
+
+static int load_workload(const char *path, const struct cs_sim_apps *a, struct wjob **w, int *n)
+{
+    FILE *f = fopen(path, "re");
+    char *line = NULL, where[4200];
+    size_t cap = 0;
+    int lineno = 0, rc = 0;
+
+    if (!f) {
+        cs_err("--workload %s: cannot open: %s", path, strerror(errno));
+        return -1;
+    }
+    while (getline(&line, &cap, f) >= 0) {
+        char *save = NULL, *tok[8];
+        int nt = 0;
+        lineno++;
+        char *hash = strchr(line, '#');
+        if (hash)
+            *hash = '\0';
+        for (char *t = strtok_r(line, " \t\r\n", &save); t; t = strtok_r(NULL, " \t\r\n", &save)) {
+            if (nt == 3) {
+                cs_err("%s:%d: expected APP [threads=N] [home=NODE], got more after '%s'", path, lineno, tok[2]);
+                rc = -1;
+                goto done;
+            }
+            tok[nt++] = t;
+        }
+        if (!nt)
+            continue;
+        snprintf(where, sizeof where, "%s:%d", path, lineno);
+        if (add_wjob(w, n, a, tok[0], where) < 0) {
+            rc = -1;
+            goto done;
+        }
+        for (int k = 1; k < nt; k++) {
+            long v;
+            struct wjob *wj = &(*w)[*n - 1];
+            if (strncmp(tok[k], "threads=", 8) == 0 && !wj->explicit_threads &&
+                cs_parse_long(tok[k] + 8, 1, 4096, &v) == 0) {
+                wj->threads = (int)v;
+                wj->explicit_threads = 1;
+            } else if (strncmp(tok[k], "home=", 5) == 0 && wj->home == -2 &&
+                       cs_parse_long(tok[k] + 5, 0, 1023, &v) == 0) {
+                wj->home = (int)v;
+            } else {
+                cs_err("%s:%d: '%s': expected threads=N (1 to 4096) or home=NODE (a NUMA node number), each "
+                       "at most once", path, lineno, tok[k]);
+                rc = -1;
+                goto done;
+            }
+        }
+    }
+    if (*n == 0) {
+        cs_err("%s:%d: no job: expected lines 'APP [threads=N]'", path, lineno + 1);
+        rc = -1;
+    }
+done:
+    free(line);
+    fclose(f);
+    return rc;
+}
+
+struct result {
+    const char *policy;
+    double virtual_s, wall_s;
+    unsigned long long steps;
+    int status;
+    double *completions, *cpu_s;
+    char *cls;                 /* per job: the class its characterization found, 0 none */
+    struct cs_sim_config *cfgs;   /* the model configurations the run went through (the bound's columns) */
+    int ncfgs;
+};
+
+static double wall_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static struct cs_job **make_jobs(const struct wjob *w, int n)
+{
+    struct cs_job **jobs = calloc(n, sizeof *jobs);
+    for (int i = 0; i < n; i++) {
+        struct cs_job *j = calloc(1, sizeof *j);
+        int same = 0;
+        for (int k = 0; k < i; k++)
+            same += w[k].app == w[i].app;
+        j->id = i + 1;
+        j->name = same ? cs_strdup_printf("%s-%d", w[i].app->name, same + 1) : strdup(w[i].app->name);
+        j->argv = calloc(2, sizeof *j->argv);
+        j->argv[0] = strdup(w[i].app->name);
+        j->threads = w[i].threads;
+        j->threads_explicit = w[i].explicit_threads;
+        j->origin = cs_strdup_printf("simulated job %d", i + 1);
+        jobs[i] = j;
+    }
+    return jobs;
+}
+
+struct setup {
+    const struct cs_sim_node *node;
+    const struct cs_sim_apps *apps;
+    enum cs_sim_model model;
+    struct cs_topo *topo;
+    hwloc_bitmap_t managed;
+    const struct cs_profile *profile;
+    struct wjob *w;
+    int n;
+    uint64_t seed;
+    double noise, quantum, window;
+    char **search;
+    int nsearch;
+    int record;                /* --bound: record each run's configurations (cs_sim_record) */
+};
+
+/* A policy of --policy: NAME, or a variant NAME:KEY=VALUE[:KEY=VALUE...]
+ * that runs NAME with those parameters (as --policy-opt does in cosched
+ * run).  Results are reported under the whole spec, so variants of one
+ * policy can be compared in one run (and against one bound). */
+static struct cs_policy *load_variant(const char *spec, char **search, int nsearch)
+{
+    char *copy = strdup(spec), *popts[32], *save = NULL, *name, *kv;
+    struct cs_policy *p = NULL;
+    int npopts = 0;
+
+    if (!copy)
+        return NULL;
+    if (!(name = strtok_r(copy, ":", &save))) {
+        cs_err("--policy: an empty policy name in the list");
+        goto out;
+    }
+    while ((kv = strtok_r(NULL, ":", &save)) != NULL) {
+        if (!strchr(kv, '=') || kv[0] == '=' || npopts == 32) {
+            cs_err("--policy '%s': expected NAME or NAME:KEY=VALUE[:KEY=VALUE...] (at most 32), got '%s'", spec, kv);
+            goto out;
+        }
+        popts[npopts++] = kv;
+    }
+    p = cs_policy_load(name, search, nsearch, popts, npopts);
+out:
+    free(copy);
+    return p;
+}
+
+static int run_policy(struct setup *su, const char *policy, const char *tracefile, struct result *r)
+{
+    struct cs_sim *sim = NULL;
+    struct cs_engine e = { .quantum = su->quantum, .window = su->window, .output = CS_OUT_INHERIT,
+                           .kill_timeout = 0 };
+    int rc = -1;
+
+    e.topo = su->topo;
+    e.managed = su->managed;
+    e.ctl = &cs_control_sim;
+    e.cnt = &cs_counters_sim;
+    e.profile = su->profile;
+    e.jobs = make_jobs(su->w, su->n);
+    e.njobs = su->n;
+    e.run_id = strdup("sim");
+    sim = cs_sim_new(su->node, su->apps, su->model, su->seed, su->noise, su->topo);
+    e.host = &cs_sim_host;
+    e.host_arg = sim;
+    if (su->record)
+        cs_sim_record(sim);
+    for (int i = 0; i < su->n; i++)
+        if (cs_sim_add_job(sim, e.jobs[i], su->w[i].app, su->w[i].home) < 0)
+            goto out;
+    if ((e.policy = load_variant(policy, su->search, su->nsearch)) == NULL)
+        goto out;
+    if (tracefile && (e.trace = cs_fopen_write(tracefile)) == NULL) {
+        cs_err("--trace %s: %s", tracefile, strerror(errno));
+        goto out;
+    }
+    double t0 = wall_now();
+    r->status = cs_engine_run(&e);
+    r->wall_s = wall_now() - t0;
+    r->policy = policy;
+    r->virtual_s = cs_now() - e.t0;
+    r->steps = (unsigned long long)e.step_seq;
+    r->completions = calloc(su->n, sizeof *r->completions);
+    r->cpu_s = calloc(su->n, sizeof *r->cpu_s);
+    r->cls = calloc(su->n, 1);
+    for (int i = 0; i < su->n; i++) {
+        struct cs_job *j = e.jobs[i];
+        r->completions[i] = j->runs_done + (j->failed ? 0 : cs_sim_fraction(sim, j));
+        r->cpu_s[i] = j->cpu_ns * 1e-9;
+        r->cls[i] = j->result ? j->result->cls : 0;
+    }
+    r->cfgs = cs_sim_take_configs(sim, &r->ncfgs);
+    rc = 0;
+out:
+    if (e.trace)
+        fclose(e.trace);
+    if (e.policy)
+        cs_policy_free(e.policy);
+    for (int i = 0; i < su->n; i++)
+        cs_job_free(e.jobs[i]);
+    free(e.jobs);
+    free(e.run_id);
+    cs_sim_free(sim);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- bound */
+
+/*
+ * --bound: an upper bound on what any schedule can get from the model for
+ * this workload, as linear programs over the time fractions x_c of node
+ * configurations c (lp.c; share/sim/README.md "The bound" states them):
+ *
+ *   r_jc = runs/s of job j in configuration c / runs/s of j alone on all the
+ *          cores (its "standalone" rate; both from the model, no noise)
+ *   y_j  = sum_c x_c r_jc, the normalised throughput of j; sum_c x_c = 1
+ *   total   max sum_j y_j                         (no constraint)
+ *   fair    max sum_j y_j with y_j >= 1/n         (plain gang: alone, 1/n of the time)
+ *   maxmin  max t with y_j >= t                   (the least job)
+ *
+ * The configurations: every job alone on all the cores and on either half;
+ * every pair folded (one half each, both ways round) and unfolded (both on
+ * all the cores); all the jobs on all the cores (the linux baseline); and
+ * every configuration any policy of this invocation went through
+ * (cs_sim_record: cores, phase and memory of each running instance, with the
+ * rates the run had).  A run's normalised throughputs are exactly
+ * sum_c (its seconds in c / its length) r_jc, a point of the LP's feasible
+ * set, so "total" is above every policy that ran, "maxmin" above each one's
+ * least job, and "fair" above each one that gives every job at least 1/n.
+ * The generated configurations use steady rates (phases averaged over a
+ * run, memory where first touch puts it: cs_sim_steady); the recorded ones
+ * the phase they were in, which makes the bound looser, never wrong, for
+ * apps with phases.
+ */
+
+#define BOUND_MAX_JOBS 64
+
+struct bound {
+    int n, ncols, nrecorded;
+    double *standalone;          /* [i] runs/s alone on all the cores */
+    double floor;                /* fair: 1/n */
+    struct { double value, sum, *y; char *schedule; } lp[3];   /* by enum cs_lp_kind */
+};
+
+static const char *const lp_name[3] = { "total", "fair", "maxmin" };
+
+/* The first (half 0) or second (half 1) half of the managed cores, in topology order. */
+static hwloc_bitmap_t half_cpus(const struct setup *su, int half)
+{
+    hwloc_bitmap_t b = hwloc_bitmap_alloc();
+    int nc = 0, k = 0;
+    for (int c = 0; c < su->topo->ncores; c++)
+        nc += hwloc_bitmap_intersects(su->topo->cores[c].pus, su->managed);
+    for (int c = 0; c < su->topo->ncores; c++) {
+        if (!hwloc_bitmap_intersects(su->topo->cores[c].pus, su->managed))
+            continue;
+        if ((k < (nc + 1) / 2) == (half == 0))
+            hwloc_bitmap_or(b, b, su->topo->cores[c].pus);
+        k++;
+    }
+    hwloc_bitmap_and(b, b, su->managed);
+    return b;
+}
+
+struct columns {
+    int n, ncols;
+    double *r;                   /* [c * n + j] normalised */
+    char **desc;
+};
+
+static void add_column(struct columns *cl, const double *r, char *desc)
+{
+    cl->r = realloc(cl->r, (size_t)(cl->ncols + 1) * cl->n * sizeof *cl->r);
+    cl->desc = realloc(cl->desc, (cl->ncols + 1) * sizeof *cl->desc);
+    memcpy(cl->r + (size_t)cl->ncols * cl->n, r, cl->n * sizeof *r);
+    cl->desc[cl->ncols++] = desc;
+}
+
+/* A configuration of m jobs (0-based idx[], on cpus[]) at the model's steady rates. */
+static void steady_column(struct columns *cl, struct cs_sim *s, struct cs_job **jobs, const double *standalone,
+                          const int *idx, hwloc_const_bitmap_t const *cpus, int m)
+{
+    int ids[m];
+    double rates[m], r[cl->n];
+    size_t len = 0;
+    char *desc = NULL;
+    FILE *df = open_memstream(&desc, &len);
+
+    memset(r, 0, sizeof r);
+    for (int k = 0; k < m; k++)
+        ids[k] = idx[k] + 1;
+    cs_sim_steady(s, ids, cpus, m, rates);
+    for (int k = 0; k < m; k++) {
+        char *list = NULL;
+        r[idx[k]] = rates[k] / standalone[idx[k]];
+        hwloc_bitmap_list_asprintf(&list, cpus[k]);
+        fprintf(df, "%s%s@%s", k ? " + " : "", jobs[idx[k]]->name, list ? list : "?");
+        free(list);
+    }
+    fclose(df);
+    add_column(cl, r, desc);
+}
+
+struct xsort { double x; int c; };
+
+static int cmp_x(const void *a, const void *b)
+{
+    const struct xsort *p = a, *q = b;
+    return p->x < q->x ? 1 : p->x > q->x ? -1 : p->c - q->c;
+}
+
+/* "FRACTION [CONFIG]; ..." of the configurations the optimum uses, largest first. */
+static char *schedule_text(const struct columns *cl, const double *x)
+{
+    struct xsort *xs = calloc(cl->ncols ? cl->ncols : 1, sizeof *xs);
+    int m = 0;
+    size_t len = 0;
+    char *text = NULL;
+    FILE *f = open_memstream(&text, &len);
+
+    for (int c = 0; c < cl->ncols; c++)
+        if (x[c] > 1e-7)
+            xs[m++] = (struct xsort){ x[c], c };
+    qsort(xs, m, sizeof *xs, cmp_x);
+    for (int k = 0; k < m && k < 16; k++)
+        fprintf(f, "%s%.4f [%s]", k ? "; " : "", xs[k].x, *cl->desc[xs[k].c] ? cl->desc[xs[k].c] : "idle");
+    if (m > 16)
+        fprintf(f, "; and %d more", m - 16);
+    fclose(f);
+    free(xs);
+    return text;
+}
+
+static int compute_bound(struct setup *su, struct result *res, int npols, struct bound *bd)
+{
+    int n = su->n;
+    struct cs_job **jobs = make_jobs(su->w, n);
+    struct cs_sim *s = cs_sim_new(su->node, su->apps, su->model, su->seed, 0, su->topo);
+    hwloc_bitmap_t h[2] = { half_cpus(su, 0), half_cpus(su, 1) };
+    struct columns cl = { .n = n };
+    double *x = NULL;
+    char **keys = NULL;
+    int nkeys = 0, rc = -1;
+
+    for (int i = 0; i < n; i++)
+        if (cs_sim_add_job(s, jobs[i], su->w[i].app, su->w[i].home) < 0)
+            goto out;
+    bd->n = n;
+    bd->floor = 1.0 / n;
+    bd->standalone = calloc(n, sizeof *bd->standalone);
+    for (int i = 0; i < n; i++) {
+        int id = i + 1;
+        hwloc_const_bitmap_t c[1] = { su->managed };
+        cs_sim_steady(s, &id, c, 1, &bd->standalone[i]);
+        if (bd->standalone[i] <= 0) {
+            cs_err("bound: job %d (%s) makes no progress alone on the node", id, su->w[i].app->name);
+            goto out;
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        hwloc_const_bitmap_t c[3] = { su->managed, h[0], h[1] };
+        for (int v = 0; v < 3; v++)
+            steady_column(&cl, s, jobs, bd->standalone, &i, &c[v], 1);
+    }
+    for (int i = 0; i < n; i++)
+        for (int k = i + 1; k < n; k++) {
+            int idx[2] = { i, k };
+            hwloc_const_bitmap_t folded[2] = { h[0], h[1] }, swapped[2] = { h[1], h[0] },
+                                 shared[2] = { su->managed, su->managed };
+            steady_column(&cl, s, jobs, bd->standalone, idx, folded, 2);
+            steady_column(&cl, s, jobs, bd->standalone, idx, swapped, 2);
+            steady_column(&cl, s, jobs, bd->standalone, idx, shared, 2);
+        }
+    if (n > 2) {
+        int idx[n];
+        hwloc_const_bitmap_t all[n];
+        for (int i = 0; i < n; i++)
+            idx[i] = i, all[i] = su->managed;
+        steady_column(&cl, s, jobs, bd->standalone, idx, all, n);
+    }
+    /* every distinct configuration a policy went through, at the rates it had */
+    for (int p = 0; p < npols; p++)
+        for (int c = 0; c < res[p].ncfgs; c++) {
+            const struct cs_sim_config *cf = &res[p].cfgs[c];
+            int seen = 0;
+            for (int k = 0; k < nkeys && !seen; k++)
+                seen = strcmp(keys[k], cf->key) == 0;
+            if (seen)
+                continue;
+            keys = realloc(keys, (nkeys + 1) * sizeof *keys);
+            keys[nkeys++] = cf->key;
+            double r[n];
+            for (int j = 0; j < n; j++)
+                r[j] = cf->runs[j] / bd->standalone[j];
+            add_column(&cl, r, cs_strdup_printf("%s%s(%s)", cf->desc, *cf->desc ? " " : "", res[p].policy));
+            bd->nrecorded++;
+        }
+    bd->ncols = cl.ncols;
+    x = calloc(cl.ncols, sizeof *x);
+    for (int k = 0; k < 3; k++) {
+        double fl[n];
+        for (int j = 0; j < n; j++)
+            fl[j] = bd->floor;
+        bd->lp[k].y = calloc(n, sizeof *bd->lp[k].y);
+        if (cs_lp_bound((enum cs_lp_kind)k, n, cl.ncols, cl.r, fl, &bd->lp[k].value, x, bd->lp[k].y) < 0)
+            goto out;
+        bd->lp[k].sum = 0;
+        for (int j = 0; j < n; j++)
+            bd->lp[k].sum += bd->lp[k].y[j];
+        bd->lp[k].schedule = schedule_text(&cl, x);
+    }
+    rc = 0;
+out:
+    free(x);
+    free(keys);
+    free(cl.r);
+    for (int c = 0; c < cl.ncols; c++)
+        free(cl.desc[c]);
+    free(cl.desc);
+    hwloc_bitmap_free(h[0]);
+    hwloc_bitmap_free(h[1]);
+    cs_sim_free(s);
+    for (int i = 0; i < n; i++)
+        cs_job_free(jobs[i]);
+    free(jobs);
+    return rc;
+}
+
+/* A run's normalised throughput per job, from the configurations it recorded:
+ * sum_c seconds_c runs_jc / virtual_s / standalone_j (the LP's point of the run). */
+static double recorded_total(const struct result *r, const struct bound *bd)
+{
+    double t = 0;
+    if (r->virtual_s <= 0)
+        return 0;
+    for (int c = 0; c < r->ncfgs; c++)
+        for (int j = 0; j < bd->n; j++)
+            t += r->cfgs[c].seconds * r->cfgs[c].runs[j] / bd->standalone[j];
+    return t / r->virtual_s;
+}
+
+/* ---------------------------------------------------------------- calibration */
+
+/*
+ * --calibrate: the tables share/sim/README.md quotes, from steady rates of
+ * every app of the apps file (or of --mix/--workload) on the node:
+ *   fold  = runs/s on half the cores / on all cores, alone (paper 001 Fig. 6);
+ *   pairs = slowdown of each app beside each other, both folded on half the
+ *           cores (TFT), relative to folded alone, averaged per class pair
+ *           (paper 001 Fig. 4: imposed along the columns, suffered along the rows);
+ *   gang  = throughput of each app beside each other relative to gang (half
+ *           the time alone on all cores), folded (TFT) and both on all cores
+ *           under the linux model, per class of the app (paper 001 Fig. 7);
+ *   cfs   = pace (instructions per CPU cycle / alone) of each app sharing all
+ *           cores with stream, jacobi or 3mm under the linux model (Sec. 4.3, Fig. 8).
+ */
+static int calibrate(struct setup *su)
+{
+    int n = su->n;
+    struct cs_job **jobs = make_jobs(su->w, n);
+    struct cs_sim *s = cs_sim_new(su->node, su->apps, su->model, su->seed, 0, su->topo);
+    hwloc_bitmap_t h0 = half_cpus(su, 0), h1 = half_cpus(su, 1);
+    double *full = calloc(n > 0 ? (size_t)n : 1, sizeof *full), *half = calloc(n > 0 ? (size_t)n : 1, sizeof *half);
+    double sum[3][3] = { { 0 } }, cnt[3][3] = { { 0 } };
+    /* per app: mean throughput / gang's over its co-runners, [TFT, linux] */
+    double *asum = calloc(n > 0 ? 2 * (size_t)n : 1, sizeof *asum), *acnt = calloc(n > 0 ? (size_t)n : 1, sizeof *acnt);
+    /* per class of the suffering app: [TFT, linux] sum, min, max, and the count */
+    double gsum[3][2] = { { 0 } }, gmin[3][2], gmax[3][2] = { { 0 } }, gcnt[3] = { 0 };
+    const char *cls = "SCN";
+    int rc = -1;
+
+    for (int i = 0; i < n; i++)
+        if (cs_sim_add_job(s, jobs[i], su->w[i].app, su->w[i].home) < 0)
+            goto out;
+    for (int i = 0; i < n; i++) {
+        int id = i + 1;
+        hwloc_const_bitmap_t c[1] = { su->managed };
+        cs_sim_steady(s, &id, c, 1, &full[i]);
+        c[0] = h0;
+        cs_sim_steady(s, &id, c, 1, &half[i]);
+    }
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < n; k++) {
+            if (i == k || !su->w[i].app->cls || !su->w[k].app->cls)
+                continue;
+            int ids[2] = { i + 1, k + 1 };
+            hwloc_const_bitmap_t c[2] = { h0, h1 };
+            double r[2];
+            cs_sim_steady(s, ids, c, 2, r);
+            int a = (int)(strchr(cls, su->w[i].app->cls) - cls), b = (int)(strchr(cls, su->w[k].app->cls) - cls);
+            sum[a][b] += r[0] > 0 ? half[i] / r[0] : 0;
+            cnt[a][b]++;
+            /* gang gives each of the pair half the time alone on all cores */
+            double g[2] = { r[0] / (full[i] / 2), 0 };
+            hwloc_const_bitmap_t all[2] = { su->managed, su->managed };
+            cs_sim_steady(s, ids, all, 2, r);
+            g[1] = r[0] / (full[i] / 2);
+            for (int m = 0; m < 2; m++) {
+                gsum[a][m] += g[m];
+                if (!gcnt[a] || g[m] < gmin[a][m])
+                    gmin[a][m] = g[m];
+                if (g[m] > gmax[a][m])
+                    gmax[a][m] = g[m];
+                asum[i * 2 + m] += g[m];
+            }
+            gcnt[a]++;
+            acnt[i]++;
+        }
+    printf("%-12s %5s %9s %9s %7s %9s %9s\n", "app", "class", "alone/s", "folded/s", "fold", "TFT/gang",
+           "linux/gang");
+    for (int i = 0; i < n; i++)
+        printf("%-12s %5c %9.4f %9.4f %7.3f %9.3f %9.3f\n", jobs[i]->name,
+               su->w[i].app->cls ? su->w[i].app->cls : '-', full[i], half[i], full[i] > 0 ? half[i] / full[i] : 0,
+               acnt[i] ? asum[i * 2] / acnt[i] : NAN, acnt[i] ? asum[i * 2 + 1] / acnt[i] : NAN);
+    printf("\nmean slowdown beside a co-runner, both folded (TFT); row suffers, column imposes\n%8s", "");
+    for (int b = 0; b < 3; b++)
+        printf(" %7c", cls[b]);
+    printf("\n");
+    for (int a = 0; a < 3; a++) {
+        printf("%8c", cls[a]);
+        for (int b = 0; b < 3; b++)
+            printf(" %7.3f", cnt[a][b] ? sum[a][b] / cnt[a][b] : NAN);
+        printf("\n");
+    }
+    printf("\nthroughput / gang's beside a co-runner (row: the app's class); folded (TFT), all cores (linux)\n"
+           "%8s %7s %7s %7s %7s %7s %7s\n", "", "TFT", "min", "max", "linux", "min", "max");
+    for (int a = 0; a < 3; a++) {
+        printf("%8c", cls[a]);
+        for (int m = 0; m < 2; m++)
+            printf(" %7.3f %7.3f %7.3f", gcnt[a] ? gsum[a][m] / gcnt[a] : NAN, gcnt[a] ? gmin[a][m] : NAN,
+                   gcnt[a] ? gmax[a][m] : NAN);
+        printf("\n");
+    }
+    static const char *const hogs[] = { "stream", "jacobi", "3mm" };
+    printf("\npace (IPC / IPC alone) sharing all cores with a co-runner under the linux model\n%-12s", "app");
+    for (int h = 0; h < 3; h++)
+        printf(" %8s", hogs[h]);
+    printf("\n");
+    for (int i = 0; i < n; i++) {
+        printf("%-12s", jobs[i]->name);
+        for (int h = 0; h < 3; h++) {
+            int k = -1;
+            for (int x = 0; x < n; x++)
+                if (strcmp(su->w[x].app->name, hogs[h]) == 0)
+                    k = x;
+            if (k < 0 || k == i) {
+                printf(" %8s", "-");
+                continue;
+            }
+            int ids[2] = { i + 1, k + 1 };
+            hwloc_const_bitmap_t c[2] = { su->managed, su->managed };
+            double r[2];
+            cs_sim_steady(s, ids, c, 2, r);
+            /* both teams spread over all cores: each gets the CPU share of its threads */
+            double share = (double)su->w[i].threads / (su->w[i].threads + su->w[k].threads);
+            printf(" %8.3f", full[i] > 0 ? r[0] / full[i] / share : 0);
+        }
+        printf("\n");
+    }
+    rc = 0;
+out:
+    free(full);
+    free(half);
+    free(asum);
+    free(acnt);
+    hwloc_bitmap_free(h0);
+    hwloc_bitmap_free(h1);
+    cs_sim_free(s);
+    for (int i = 0; i < n; i++)
+        cs_job_free(jobs[i]);
+    free(jobs);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- output */
+
+static void json_num(FILE *f, double v)
+{
+    if (isfinite(v))
+        fprintf(f, "%.10g", v);
+    else
+        fputs("null", f);
+}
+
+int cs_cmd_simulate(int argc, char **argv)
+{
+    struct option *lo = cs_opt_getopt(opts);
+    const char *nodespec = NULL, *appspec = NULL, *workload = NULL, *mix = NULL, *policies = "tft",
+               *tracefile = NULL, *model = "analytic";
+    char **ppath = NULL, *nodefile = NULL, *appsfile = NULL, *synth = NULL, *polcopy = NULL;
+    char **pols = NULL;
+    int nppath = 0, npols = 0, json = 0, want_bound = 0, c, status = 2, quiet = 0, calib = 0;
+    struct setup su = { .seed = 1, .quantum = 1.0 };
+    struct cs_sim_node *node = NULL;
+    struct cs_sim_apps *apps = NULL;
+    struct cs_profile *profile = NULL;
+    struct result *res = NULL;
+    struct bound bd = { 0 };
+    long v;
+
+    opterr = 0;
+    optind = 1;
+    char hint[96];
+    while ((c = getopt_long(argc, argv, "+:vqh", lo, NULL)) != -1) {
+        switch (c) {
+        case O_NODE: nodespec = optarg; break;
+        case O_APPS: appspec = optarg; break;
+        case O_WORKLOAD: workload = optarg; break;
+        case O_MIX: mix = optarg; break;
+        case O_POLICY: policies = optarg; break;
+        case O_MODEL: model = optarg; break;
+        case O_TRACE: tracefile = optarg; break;
+        case O_JSON: json = 1; break;
+        case O_BOUND: want_bound = 1; break;
+        case O_ORACLE:
+            cs_warn("--oracle is now --bound (an LP upper bound over configurations; " COSCHED_DOCDIR "/sim/README.md)");
+            want_bound = 1;
+            break;
+        case O_CALIBRATE: calib = 1; break;
+        case O_WINDOW:
+            if (cs_parse_duration(optarg, &su.window) < 0 || su.window < 0.1 || su.window > 1e8)
+                BAD("--window '%s': expected a duration from 0.1 s to 1e8 s (plain numbers are seconds)", optarg);
+            break;
+        case O_QUANTUM:
+            if (cs_parse_duration(optarg, &su.quantum) < 0 || su.quantum < 0.010 || su.quantum > 60.0)
+                BAD("--quantum '%s': expected a duration from 10ms to 60s (e.g. 250ms, 1s)", optarg);
+            break;
+        case O_SEED:
+            if (cs_parse_long(optarg, 0, 0x7fffffffffffffffL, &v) < 0)
+                BAD("--seed '%s': expected a non-negative integer", optarg);
+            su.seed = (uint64_t)v;
+            break;
+        case O_NOISE: {
+            char *end;
+            errno = 0;
+            su.noise = strtod(optarg, &end);
+            if (errno || end == optarg || *end || !(su.noise >= 0 && su.noise <= 1))
+                BAD("--noise '%s': expected a fraction from 0 to 1 (0.05 = 5 %% relative noise)", optarg);
+            break;
+        }
+        case O_POLICY_PATH:
+            ppath = realloc(ppath, (nppath + 1) * sizeof *ppath);
+            ppath[nppath++] = optarg;
+            break;
+        case 'v':
+        case O_VERBOSE: cs_verbosity++; break;
+        case 'q':
+        case O_QUIET: cs_verbosity = CS_LOG_WARN; quiet = 1; break;
+        case 'h':
+        case O_HELP:
+            help();
+            status = 0;
+            goto out;
+        case ':':
+            BAD("option %s needs an argument", argv[optind - 1]);
+        default:
+            BAD("unknown option '%s' (%ssee cosched simulate --help)", argv[optind - 1], cs_option_hint(argv[optind - 1], lo, hint, sizeof hint));
+        }
+    }
+    (void)quiet;
+    if (optind < argc)
+        BAD("cosched simulate takes no arguments ('%s'); jobs come from --workload or --mix", argv[optind]);
+    if (!nodespec)
+        BAD("--node FILE|NAME is missing (e.g. --node paper001; " COSCHED_DOCDIR "/sim/README.md)");
+    if (!appspec)
+        BAD("--apps FILE|NAME is missing (e.g. --apps table2; " COSCHED_DOCDIR "/sim/README.md)");
+    if (workload && mix)
+        BAD("give --workload or --mix, not both");
+    if (!workload && !mix && !calib)
+        BAD(workload ? "give --workload or --mix, not both" : "no jobs: give --workload FILE or --mix APP,APP,...");
+    if (strcmp(model, "analytic") == 0)
+        su.model = CS_SIM_ANALYTIC;
+    else if (strcmp(model, "empirical") == 0)
+        su.model = CS_SIM_EMPIRICAL;
+    else
+        BAD("--model '%s': expected analytic or empirical", model);
+
+    if (!(nodefile = model_path(nodespec, "node"))) {
+        model_missing("--node", nodespec, "node");
+        goto out;
+    }
+    if (!(appsfile = model_path(appspec, "apps"))) {
+        model_missing("--apps", appspec, "apps");
+        goto out;
+    }
+    if (!(node = cs_sim_node_load(nodefile)) || !(apps = cs_sim_apps_load(appsfile)))
+        goto out;
+    su.node = node;
+    su.apps = apps;
+    synth = cs_sim_node_synthetic(node);
+    if (!(su.topo = cs_topo_load(synth)))
+        BAD("%s: hwloc cannot build the node's topology (%s)", nodefile, synth);
+    su.managed = hwloc_bitmap_dup(su.topo->all_pus);
+
+    if (workload) {
+        if (load_workload(workload, apps, &su.w, &su.n) < 0)
+            goto out;
+    } else if (!mix) {
+        for (int i = 0; i < apps->napps; i++)
+            add_wjob(&su.w, &su.n, apps, apps->apps[i].name, "--calibrate");
+    } else {
+        char *copy = strdup(mix), *save = NULL;
+        int bad = 0;
+        for (char *t = strtok_r(copy, ",", &save); t && !bad; t = strtok_r(NULL, ",", &save))
+            bad = add_wjob(&su.w, &su.n, apps, t, "--mix") < 0;
+        free(copy);
+        if (bad)
+            goto out;
+        if (su.n == 0)
+            BAD("--mix '%s': expected APP,APP,...", mix);
+    }
+    int ncores = su.topo->ncores;
+    for (int i = 0; i < su.n; i++) {
+        if (su.w[i].threads > ncores) {
+            if (su.w[i].explicit_threads)
+                BAD("job %d (%s): %d threads but node %s has %d cores", i + 1, su.w[i].app->name, su.w[i].threads,
+                    node->name, ncores);
+            su.w[i].threads = ncores;
+        }
+    }
+    if (calib) {
+        status = calibrate(&su) < 0 ? 1 : 0;
+        goto out;
+    }
+    if (want_bound) {
+        char why[160];
+        if (!cs_lp_available(why, sizeof why))
+            BAD("--bound: %s", why);
+        if (su.n > BOUND_MAX_JOBS)
+            BAD("--bound: at most %d jobs (%d given): the LP has a column per pair", BOUND_MAX_JOBS, su.n);
+        su.record = 1;
+    }
+
+    /* policies: every one must load before any runs */
+    su.search = cs_policy_search_path(ppath, nppath, &su.nsearch);
+    polcopy = strdup(policies);
+    {
+        char *save = NULL;
+        for (char *t = strtok_r(polcopy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+            for (int k = 0; k < npols; k++)
+                if (strcmp(pols[k], t) == 0)
+                    BAD("--policy: %s is named twice", t);
+            struct cs_policy *p = load_variant(t, su.search, su.nsearch);
+            if (!p)
+                goto out;
+            cs_policy_free(p);
+            pols = realloc(pols, (npols + 1) * sizeof *pols);
+            pols[npols++] = t;
+        }
+    }
+    if (npols == 0)
+        BAD("--policy '%s': expected P1,P2,... (`cosched policies` lists them)", policies);
+    if (!(profile = cs_profile_find("sim", NULL, 0)))
+        goto out;
+    su.profile = profile;
+    {
+        /* the model must be able to run every job before any policy runs */
+        struct cs_job **jobs = make_jobs(su.w, su.n);
+        struct cs_sim *s = cs_sim_new(node, apps, su.model, su.seed, 0, su.topo);
+        int bad = 0;
+        for (int i = 0; i < su.n && !bad; i++)
+            bad = cs_sim_add_job(s, jobs[i], su.w[i].app, su.w[i].home) < 0;
+        cs_sim_free(s);
+        for (int i = 0; i < su.n; i++)
+            cs_job_free(jobs[i]);
+        free(jobs);
+        if (bad)
+            goto out;
+    }
+    if (tracefile) {
+        FILE *t = cs_fopen_write(tracefile);
+        if (!t)
+            BAD("--trace %s: %s", tracefile, strerror(errno));
+        fclose(t);
+    }
+
+    char win[48] = "";
+    if (su.window > 0)
+        snprintf(win, sizeof win, ", window %g s", su.window);
+    cs_info("simulate: node %s, apps %s, model %s, %d job(s), %d polic%s, quantum %g s%s", node->name, apps->name,
+            model, su.n, npols, npols == 1 ? "y" : "ies", su.quantum, win);
+    res = calloc(npols, sizeof *res);
+    status = 0;
+    for (int k = 0; k < npols; k++) {
+        char *tf = tracefile ? (npols == 1 ? strdup(tracefile) : cs_strdup_printf("%s.%s", tracefile, pols[k])) : NULL;
+        int rc = run_policy(&su, pols[k], tf, &res[k]);
+        free(tf);
+        if (rc < 0) {
+            status = 1;
+            goto out;
+        }
+        if (res[k].status && !status)
+            status = res[k].status;
+    }
+    if (want_bound && compute_bound(&su, res, npols, &bd) < 0) {
+        status = 1;
+        goto out;
+    }
+
+    if (json) {
+        FILE *f = stdout;
+        fputs("{\"node\": ", f);
+        cs_json_str(f, node->name);
+        fputs(", \"apps\": ", f);
+        cs_json_str(f, apps->name);
+        fputs(", \"model\": ", f);
+        cs_json_str(f, model);
+        fprintf(f, ", \"seed\": %llu, \"window\": ", (unsigned long long)su.seed);
+        json_num(f, su.window);
+        fputs(", \"quantum\": ", f);
+        json_num(f, su.quantum);
+        fputs(",\n \"results\": [", f);
+        for (int k = 0; k < npols; k++) {
+            struct result *r = &res[k];
+            fprintf(f, "%s\n  {\"policy\": ", k ? "," : "");
+            cs_json_str(f, r->policy);
+            fputs(", \"virtual_s\": ", f);
+            json_num(f, r->virtual_s);
+            fputs(", \"wall_s\": ", f);
+            json_num(f, r->wall_s);
+            fprintf(f, ", \"steps\": %llu, \"jobs\": [", r->steps);
+            for (int i = 0; i < su.n; i++) {
+                fprintf(f, "%s\n    {\"id\": %d, \"app\": ", i ? "," : "", i + 1);
+                cs_json_str(f, su.w[i].app->name);
+                fputs(", \"completions\": ", f);
+                json_num(f, r->completions[i]);
+                fputs(", \"throughput\": ", f);
+                json_num(f, r->virtual_s > 0 ? r->completions[i] / r->virtual_s : 0);
+                fputs(", \"cpu_s\": ", f);
+                json_num(f, r->cpu_s[i]);
+                if (r->cls[i])
+                    fprintf(f, ", \"class\": \"%c\"", r->cls[i]);
+                fputc('}', f);
+            }
+            fputs("]", f);
+            if (want_bound) {
+                fprintf(f, ", \"configurations\": %d, \"recorded_total\": ", r->ncfgs);
+                json_num(f, recorded_total(r, &bd));
+            }
+            fputs("}", f);
+        }
+        fputs("]", f);
+        if (want_bound) {
+            fprintf(f, ",\n \"bound\": {\"configurations\": %d, \"recorded\": %d, \"standalone\": {", bd.ncols,
+                    bd.nrecorded);
+            for (int i = 0; i < su.n; i++) {
+                fprintf(f, "%s\"%d\": ", i ? ", " : "", i + 1);
+                json_num(f, bd.standalone[i]);
+            }
+            fputs("}, \"floor\": ", f);
+            json_num(f, bd.floor);
+            for (int k = 0; k < 3; k++) {
+                fprintf(f, ",\n  \"%s\": {\"value\": ", lp_name[k]);
+                json_num(f, bd.lp[k].value);
+                fputs(", \"sum\": ", f);
+                json_num(f, bd.lp[k].sum);
+                fputs(", \"normalised\": {", f);
+                for (int i = 0; i < su.n; i++) {
+                    fprintf(f, "%s\"%d\": ", i ? ", " : "", i + 1);
+                    json_num(f, bd.lp[k].y[i]);
+                }
+                fputs("}, \"schedule\": ", f);
+                cs_json_str(f, bd.lp[k].schedule);
+                fputc('}', f);
+            }
+            fputs("}", f);
+        }
+        fputs("}\n", f);
+    } else {
+        printf("simulated node %s (%s), apps %s, model %s, seed %llu, quantum %g s, ", node->name, synth,
+               apps->name, model, (unsigned long long)su.seed, su.quantum);
+        if (su.window > 0)
+            printf("window %g s\n", su.window);
+        else
+            printf("no window (each job runs once)\n");
+        printf("%-10s %10s %8s %7s  %4s %-16s %11s %11s %9s %5s\n", "policy", "virtual_s", "wall_s", "steps", "id",
+               "app", "completions", "runs/s", "cpu_s", "class");
+        for (int k = 0; k < npols; k++)
+            for (int i = 0; i < su.n; i++) {
+                struct result *r = &res[k];
+                printf("%-10s %10.2f %8.3f %7llu  %4d %-16s %11.3f %11.5f %9.2f %5c\n", i ? "" : r->policy,
+                       r->virtual_s, r->wall_s, r->steps, i + 1, su.w[i].app->name, r->completions[i],
+                       r->virtual_s > 0 ? r->completions[i] / r->virtual_s : 0, r->cpu_s[i],
+                       r->cls[i] ? r->cls[i] : '-');
+            }
+        if (want_bound) {
+            static const char *const what[3] = { "no constraint", "every job >= 1/n", "the least job" };
+            printf("bound: LP over %d configurations (%d recorded from the runs); normalised throughput = runs/s "
+                   "/ runs/s alone on the node\n", bd.ncols, bd.nrecorded);
+            for (int k = 0; k < 3; k++)
+                printf("  %-6s (%s): %.4f (sum %.4f)\n    %s\n", lp_name[k], what[k], bd.lp[k].value, bd.lp[k].sum,
+                       bd.lp[k].schedule);
+            printf("  %4s %-16s %9s %9s %9s\n", "id", "app", "total", "fair", "maxmin");
+            for (int i = 0; i < su.n; i++)
+                printf("  %4d %-16s %9.4f %9.4f %9.4f\n", i + 1, su.w[i].app->name, bd.lp[0].y[i], bd.lp[1].y[i],
+                       bd.lp[2].y[i]);
+            for (int k = 0; k < npols; k++)
+                printf("  %-10s total %.4f = %.4f of the bound\n", res[k].policy, recorded_total(&res[k], &bd),
+                       recorded_total(&res[k], &bd) / bd.lp[0].value);
+        }
+    }
+    fflush(stdout);
+
+out:
+    if (res)
+        for (int k = 0; k < npols; k++) {
+            free(res[k].completions);
+            free(res[k].cpu_s);
+            free(res[k].cls);
+            cs_sim_configs_free(res[k].cfgs, res[k].ncfgs);
+        }
+    free(res);
+    free(bd.standalone);
+    for (int k = 0; k < 3; k++) {
+        free(bd.lp[k].y);
+        free(bd.lp[k].schedule);
+    }
+    free(pols);
+    free(polcopy);
+    for (int i = 0; i < su.nsearch; i++)
+        free(su.search[i]);
+    free(su.search);
+    free(su.w);
+    if (su.managed)
+        hwloc_bitmap_free(su.managed);
+    cs_topo_free(su.topo);
+    cs_profile_free(profile);
+    cs_sim_node_free(node);
+    cs_sim_apps_free(apps);
+    free(nodefile);
+    free(appsfile);
+    free(synth);
+    free(ppath);
+    free(lo);
+    return status;
+}

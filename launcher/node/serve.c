@@ -1,0 +1,1072 @@
+/*
+ * serve.c - the node engine: `cosched serve` (cli/serve.c parses its options
+ * and calls cs_node_serve()); `cosched status` (cli/status.c) is its client.
+ *
+ * One engine per node, as root: the same engine as `cosched run`
+ * (engine.c), whose jobs are Slurm steps.  The SPANK plugin registers each
+ * task of a co-scheduled step over a unix socket (proto.h) from
+ * task_post_fork, where the task is already inside the step's cgroups;
+ * the first task of a step makes the step one cosched job, the others join
+ * it (on the cores the step has at that moment).  A task leaves when the
+ * plugin deregisters it (task_exit) or when its pidfd says it is gone -
+ * whichever comes first; a step whose tasks are all gone leaves the engine.
+ * Control goes through Slurm's own step cgroups (slurm.c).
+ *
+ * Choices (cosched(1) SLURM says the same for users):
+ *  - Cores: a step never leaves its allocation.  The engine manages the
+ *    union of the registered steps' cores; a plan's cores are cut to each
+ *    step's own (engine.c do_switch) and a plan that gives a step none of its
+ *    own runs it on all of them.
+ *  - Policy: one per engine.  The first step to register while the engine
+ *    is idle chooses it (its --cosched policy, else the plugin's default);
+ *    a step asking for another policy while steps run is co-scheduled under
+ *    the running one, and `cosched status` shows both names.
+ *  - Steps spanning nodes are never frozen (issue: "either coordinated or
+ *    only folded"): freezing one node's part stalls the others at the
+ *    step's next collective, and per-node engines have no common clock.
+ *    The plan still decides their cores (folding is space sharing and needs
+ *    no synchronisation); when a plan leaves such a step out, it keeps
+ *    running on the cores it had.
+ *  - Security: registrations only from uid 0 (SO_PEERCRED); status from
+ *    anybody, showing a user only their own steps (root: all).  Requests are
+ *    at most CS_PROTO_MAX bytes with a version tag, read without blocking
+ *    with a 2 s deadline per connection and at most MAX_CONNS at once;
+ *    anything malformed gets "ERR why" and the connection is closed.  The
+ *    environment is cleared at start (no user variable reaches the root
+ *    engine) and policies are loaded only from root-owned files in
+ *    root-owned directories not writable by others.
+ *  - Start: by systemd (share/cosched-engine.service) or on demand by the
+ *    plugin (`--detach --idle-exit`): the daemon leaves Slurm's cgroups
+ *    (it must not die with the step that started it), holds a lock beside
+ *    its socket (a second engine exits at once) and exits after the idle
+ *    time with no step registered.
+ */
+#include "config.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <grp.h>
+#include <limits.h>
+#include <math.h>
+#include <poll.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "engine/engine.h"
+#include "node/node.h"
+#include "control/control.h"
+#include "counters/counters.h"
+#include "policy/policy.h"
+#include "shared/proto.h"
+
+/* Connections: each user but root may hold PER_USER at once, and the last
+ * ROOT_SLOTS are root's alone (the plugin's registrations always get in).
+ * Replies are queued and sent as the client reads them: the scheduling loop
+ * never waits for a client. */
+#define MAX_CONNS 256
+#define ROOT_SLOTS 32
+#define PER_USER 8
+#define CONN_DEADLINE 2.0            /* s to send a whole request, and to read the whole reply */
+#define REFUSALS_LOGGED 20           /* refusal warnings per minute, then a count */
+
+struct task { pid_t pid; int fd; };
+
+struct served {                      /* per job (j->served) */
+    unsigned long job, step;
+    uid_t uid;
+    char prog[64];                   /* name= from the plugin */
+    char asked[64];                  /* the policy the step asked for */
+    char opts[256];
+    char user[64];                   /* looked up once, at registration (root's request) */
+    int nnodes;
+    char where[PATH_MAX];            /* the step's cgroup on this node (one machine may be several nodes) */
+    struct task *t;
+    int nt;
+};
+
+struct conn {
+    int fd;
+    uid_t uid;
+    pid_t pid;
+    double deadline;
+    size_t len;
+    char buf[CS_PROTO_MAX + 1];
+    char *out;                       /* the reply being sent (writing state once set) */
+    size_t olen, ooff;
+};
+
+struct cs_serve {
+    int lfd;
+    const char *socket;
+    struct conn c[MAX_CONNS];
+    int nc;
+    double idle_exit, idle_since;
+    int next_id;
+    char **search;
+    int nsearch;
+    char **popts;
+    int npopts;
+    char policy[64];
+    double started;
+    double refusals_since;           /* rate limit of the refusal warnings */
+    int refusals_logged, refusals_quiet;
+};
+
+/* The node engine's state, the engine's host_arg (engine.h, struct cs_host_ops). */
+static struct cs_serve *srv(const struct cs_engine *e)
+{
+    return e->host_arg;
+}
+
+/* ------------------------------------------------------------ trust */
+
+/* Root-owned and not writable by group or others: path and its directory. */
+
+/* The policy file name resolves to, its modules included, must be trusted. */
+static struct cs_policy *load_policy(struct cs_serve *s, const char *name, char *why, size_t len)
+{
+    char file[PATH_MAX];
+    int found = 0;
+
+    for (const char *c = name; *c; c++)
+        if (!isalnum((unsigned char)*c) && *c != '_' && *c != '-') {
+            snprintf(why, len, "policy '%.64s': a policy name is letters, digits, '_' and '-'", name);
+            return NULL;
+        }
+    for (int i = 0; i < s->nsearch && !found; i++) {
+        snprintf(file, sizeof file, "%s/%s.lua", s->search[i], name);
+        found = access(file, F_OK) == 0;
+    }
+    if (!found) {
+        snprintf(why, len, "policy '%.64s' is not installed on this node (cosched policies lists them)", name);
+        return NULL;
+    }
+    if (cs_path_trusted(file, why, len) < 0)
+        return NULL;
+    /* and the shared modules policies may require */
+    snprintf(file, sizeof file, "%s/lua/cosched", cs_datadir());
+    DIR *d = opendir(file);
+    struct dirent *de;
+    int bad = cs_path_trusted(file, why, len) < 0;
+    while (!bad && d && (de = readdir(d)) != NULL) {
+        size_t n = strlen(de->d_name);
+        if (n < 5 || strcmp(de->d_name + n - 4, ".lua") != 0)
+            continue;
+        snprintf(file, sizeof file, "%s/lua/cosched/%s", cs_datadir(), de->d_name);
+        bad = cs_path_trusted(file, why, len) < 0;
+    }
+    if (d)
+        closedir(d);
+    if (bad)
+        return NULL;
+    struct cs_policy *p = cs_policy_load(name, s->search, s->nsearch, s->popts, s->npopts);
+    if (!p)
+        snprintf(why, len, "policy '%.64s' failed to load (see the engine's log)", name);
+    return p;
+}
+
+/* ------------------------------------------------------------ jobs */
+
+static int pidfd_open_(pid_t pid)
+{
+#ifdef SYS_pidfd_open
+    int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+    if (fd < 0)
+        cs_warn("pidfd_open(%d): %s: the task leaves the engine only when the plugin deregisters it", (int)pid,
+                strerror(errno));
+    return fd;
+#else
+    errno = ENOSYS;
+    return -1;
+#endif
+}
+
+/* The live job of step job.step whose cgroup is `where`, or - where NULL -
+ * the one holding task pid. */
+static struct cs_job *find_step(struct cs_engine *e, unsigned long job, unsigned long step, const char *where,
+                                pid_t pid, int *task)
+{
+    for (int i = 0; i < e->njobs; i++) {
+        struct served *sv = e->jobs[i]->served;
+        if (e->jobs[i]->state != CS_JOB_LIVE || !sv || sv->job != job || sv->step != step)
+            continue;
+        if (where && strcmp(where, sv->where) == 0)
+            return e->jobs[i];
+        for (int k = 0; !where && k < sv->nt; k++)
+            if (sv->t[k].pid == pid) {
+                *task = k;
+                return e->jobs[i];
+            }
+    }
+    return NULL;
+}
+
+static void managed_update(struct cs_engine *e)
+{
+    hwloc_bitmap_zero(e->managed);
+    for (int i = 0; i < e->njobs; i++)
+        if (e->jobs[i]->state == CS_JOB_LIVE && e->jobs[i]->allowed)
+            hwloc_bitmap_or(e->managed, e->managed, e->jobs[i]->allowed);
+}
+
+static void task_remove(struct cs_engine *e, struct cs_job *j, int k, const char *why)
+{
+    struct served *sv = j->served;
+    if (sv->t[k].fd >= 0)
+        close(sv->t[k].fd);
+    sv->t[k] = sv->t[--sv->nt];
+    if (sv->nt == 0) {
+        cs_engine_drop(e, j, why);
+        managed_update(e);
+    }
+}
+
+/* Returns 1 (job set changed) or 0 with an error reply in rep. */
+static int do_register(struct cs_engine *e, const struct cs_msg *m, char *rep, size_t len)
+{
+    struct cs_serve *s = srv(e);
+    char err[PATH_MAX + 256];
+    long job, step, uid, pid, v;
+    const char *pol = cs_msg_get(m, "policy");
+    struct cs_job *j;
+
+    if (cs_msg_long(m, "job", 0, 0xffffffffL, 0, &job, err, sizeof err) < 0 ||
+        cs_msg_long(m, "step", 0, 0xffffffffL, 0, &step, err, sizeof err) < 0 ||
+        cs_msg_long(m, "uid", 0, 0x7fffffffL, 0, &uid, err, sizeof err) < 0 ||
+        cs_msg_long(m, "pid", 2, INT_MAX, 0, &pid, err, sizeof err) < 0)
+        goto bad;
+    if (!cs_msg_get(m, "cores")) {
+        snprintf(err, sizeof err, "register: key 'cores' missing");
+        goto bad;
+    }
+    char where[PATH_MAX];
+    hwloc_bitmap_t cpus = hwloc_bitmap_alloc();
+    if (cs_slurm_step_cpus((pid_t)pid, (unsigned long)job, (unsigned long)step, cpus, where, sizeof where, err,
+                           sizeof err) < 0) {
+        hwloc_bitmap_free(cpus);
+        goto bad;
+    }
+    if ((j = find_step(e, (unsigned long)job, (unsigned long)step, where, 0, NULL)) != NULL) {
+        struct served *sv = j->served;
+        hwloc_bitmap_free(cpus);
+        for (int k = 0; k < sv->nt; k++)
+            if (sv->t[k].pid == (pid_t)pid) {
+                snprintf(rep, len, "OK id=%d policy=%s%s", j->id, cs_policy_name(e->policy),
+                 cs_policy_shares_cpus(e->policy) ? " shares_cpus=1" : "");
+                return 0;
+            }
+        struct task *nt = realloc(sv->t, (sv->nt + 1) * sizeof *nt);
+        if (!nt) {
+            snprintf(err, sizeof err, "out of memory");
+            goto bad;
+        }
+        sv->t = nt;
+        sv->t[sv->nt++] = (struct task){ (pid_t)pid, pidfd_open_((pid_t)pid) };
+        /* it starts on all the step's cores; a folded step's tasks are on fewer
+         * (v2 without cpuset binds thread by thread): it joins them now */
+        if (!hwloc_bitmap_isequal(j->cpus, cs_job_home(e, j)) && e->ctl->set_cpus(e, j, j->cpus, j->mems) < 0)
+            cs_warn("step %s: task %ld joined but could not be moved to the step's cpus", j->name, pid);
+        snprintf(rep, len, "OK id=%d policy=%s%s", j->id, cs_policy_name(e->policy),
+                 cs_policy_shares_cpus(e->policy) ? " shares_cpus=1" : "");
+        return 0;
+    }
+    /* a new step: the policy it asks for, if the engine is idle */
+    int live = 0;
+    for (int i = 0; i < e->njobs; i++)
+        live += e->jobs[i]->state == CS_JOB_LIVE;
+    if (pol && strcmp(pol, cs_policy_name(e->policy)) != 0 && live == 0) {
+        struct cs_policy *np = load_policy(s, pol, err, sizeof err);
+        if (!np) {
+            hwloc_bitmap_free(cpus);
+            goto bad;
+        }
+        cs_info("policy %s now (asked by step %ld.%ld; the engine was idle)", pol, job, step);
+        cs_policy_free(e->policy);
+        e->policy = np;
+    } else if (pol && strcmp(pol, cs_policy_name(e->policy)) != 0) {
+        struct cs_policy *np = load_policy(s, pol, err, sizeof err);   /* is it a real policy at all? */
+        if (!np) {
+            hwloc_bitmap_free(cpus);
+            goto bad;
+        }
+        cs_policy_free(np);
+        cs_info("step %ld.%ld asked for policy %s; co-scheduled under %s, which runs the node's steps now", job,
+                step, pol, cs_policy_name(e->policy));
+    }
+    j = calloc(1, sizeof *j);
+    struct served *sv = calloc(1, sizeof *sv);
+    struct cs_job **nj = realloc(e->jobs, (e->njobs + 1) * sizeof *nj);
+    if (!j || !sv || !nj) {
+        free(j);
+        free(sv);
+        if (nj)
+            e->jobs = nj;
+        hwloc_bitmap_free(cpus);
+        snprintf(err, sizeof err, "out of memory");
+        goto bad;
+    }
+    e->jobs = nj;
+    sv->job = (unsigned long)job;
+    sv->step = (unsigned long)step;
+    sv->uid = (uid_t)uid;
+    snprintf(sv->prog, sizeof sv->prog, "%s", cs_msg_get(m, "name") ? cs_msg_get(m, "name") : "?");
+    snprintf(sv->asked, sizeof sv->asked, "%s", pol ? pol : cs_policy_name(e->policy));
+    snprintf(sv->opts, sizeof sv->opts, "%s", cs_msg_get(m, "opts") ? cs_msg_get(m, "opts") : "");
+    snprintf(sv->where, sizeof sv->where, "%s", where);
+    struct passwd *pw = getpwuid((uid_t)uid);
+    snprintf(sv->user, sizeof sv->user, "%s", pw ? pw->pw_name : "?");
+    sv->nnodes = cs_msg_long(m, "nnodes", 1, 100000, 1, &v, err, sizeof err) == 0 ? (int)v : 1;
+    sv->t = malloc(sizeof *sv->t);
+    sv->t[0] = (struct task){ (pid_t)pid, pidfd_open_((pid_t)pid) };
+    sv->nt = 1;
+    j->id = ++s->next_id;
+    j->name = cs_strdup_printf("%ld.%ld", job, step);
+    j->origin = cs_strdup_printf("Slurm step %ld.%ld (uid %ld)", job, step, uid);
+    j->allowed = cpus;
+    j->nofreeze = sv->nnodes > 1;
+    j->served = sv;
+    int ncores = 0;
+    for (int k = 0; k < e->topo->ncores; k++)
+        ncores += hwloc_bitmap_intersects(e->topo->cores[k].pus, cpus);
+    j->threads = ncores ? ncores : hwloc_bitmap_weight(cpus);
+    if (cs_msg_long(m, "priority", -1000, 1000, 1, &v, err, sizeof err) == 0)
+        j->priority = (int)v;
+    const char *cls = cs_msg_get(m, "class");
+    if (cls && (strcmp(cls, "S") == 0 || strcmp(cls, "C") == 0 || strcmp(cls, "N") == 0))
+        j->cls_hint = cls[0];
+    if (cs_engine_adopt(e, j, (pid_t)pid) < 0) {
+        snprintf(err, sizeof err, "step %ld.%ld could not be put under control (see the engine's log)", job, step);
+        if (sv->t[0].fd >= 0)
+            close(sv->t[0].fd);
+        free(sv->t);
+        free(sv);
+        j->served = NULL;
+        cs_job_free(j);
+        goto bad;
+    }
+    e->jobs[e->njobs++] = j;
+    managed_update(e);
+    cs_info("step %s (uid %ld, %s) joined: cores %s%s", j->name, uid, sv->prog, cs_msg_get(m, "cores"),
+            j->nofreeze ? ", spans nodes: never frozen" : "");
+    snprintf(rep, len, "OK id=%d policy=%s%s", j->id, cs_policy_name(e->policy),
+                 cs_policy_shares_cpus(e->policy) ? " shares_cpus=1" : "");
+    return 1;
+bad:
+    snprintf(rep, len, "ERR %s", err);
+    return 0;
+}
+
+static int do_deregister(struct cs_engine *e, const struct cs_msg *m, char *rep, size_t len)
+{
+    char err[256];
+    long job, step, pid;
+    struct cs_job *j;
+
+    if (cs_msg_long(m, "job", 0, 0xffffffffL, 0, &job, err, sizeof err) < 0 ||
+        cs_msg_long(m, "step", 0, 0xffffffffL, 0, &step, err, sizeof err) < 0 ||
+        cs_msg_long(m, "pid", 2, INT_MAX, 0, &pid, err, sizeof err) < 0) {
+        snprintf(rep, len, "ERR %s", err);
+        return 0;
+    }
+    int k;
+    if ((j = find_step(e, (unsigned long)job, (unsigned long)step, NULL, (pid_t)pid, &k)) != NULL) {
+        snprintf(rep, len, "OK");
+        task_remove(e, j, k, "its tasks ended");
+        return 1;
+    }
+    snprintf(rep, len, "OK unknown=1");   /* already gone (pidfd was first): not an error */
+    return 0;
+}
+
+/* ------------------------------------------------------------ status */
+
+static char job_class(const struct cs_job *j)
+{
+    if (j->result && j->result->cls)
+        return j->result->cls;
+    if (j->stored && j->stored->cls)
+        return j->stored->cls;
+    return j->cls_hint;
+}
+
+/* Why the step is in the state it is, for its owner (who; 0: root): the
+ * steps of other users are counted, not named (PrivateData=jobs). */
+static void reason(struct cs_engine *e, const struct cs_job *j, uid_t who, char *buf, size_t len)
+{
+    int mine = hwloc_bitmap_weight(j->cpus), all = hwloc_bitmap_weight(cs_job_home(e, j));
+    struct served *sv = j->served;
+
+    if (sv->nt > 0 && cs_proc_all_stopped(sv->t[0].pid) == 1) {
+        snprintf(buf, len, "stopped by Slurm (scontrol suspend): cosched leaves it so");
+        return;
+    }
+    if (j->frozen) {
+        size_t n = (size_t)snprintf(buf, len, "waiting for its turn: policy %s runs", cs_policy_name(e->policy));
+        int any = 0, others = 0;
+        for (int i = 0; i < e->njobs && n < len; i++) {
+            const struct cs_job *o = e->jobs[i];
+            const struct served *osv = o->served;
+            if (o->state != CS_JOB_LIVE || o->frozen || o == j)
+                continue;
+            if (who != 0 && (!osv || osv->uid != who)) {
+                others++;
+                continue;
+            }
+            n += (size_t)snprintf(buf + n, len - n, "%s%s", any ? ", " : " ", o->name);
+            any = 1;
+        }
+        if (others && n < len)
+            n += (size_t)snprintf(buf + n, len - n, "%s%d step%s of other users", any ? " and " : " ", others,
+                                  others == 1 ? "" : "s");
+        if (n < len)
+            snprintf(buf + n, len - n, "%s in this quantum; waiting for %.1f s", any || others ? "" : " nothing else",
+                     cs_now() - j->last_run_end);
+    } else if (mine < all) {
+        snprintf(buf, len, "folded: %d of its %d cpus this quantum (%s)", mine, all,
+                 j->nofreeze ? "spans nodes, never frozen" : "sharing the node");
+    } else {
+        snprintf(buf, len, "running on all its cpus%s", j->nofreeze ? " (spans nodes, never frozen)" : "");
+    }
+}
+
+static char *status_doc(struct cs_engine *e, uid_t who, int text)
+{
+    char *doc = NULL;
+    size_t dlen = 0;
+    FILE *f = open_memstream(&doc, &dlen);
+    int first = 1, shown = 0;
+
+    if (!f)
+        return NULL;
+    if (text)
+        fprintf(f, "cosched node engine pid %d, policy %s, quantum %g s, up %.0f s\n", (int)getpid(),
+                cs_policy_name(e->policy), e->quantum, cs_now() - srv(e)->started);
+    else
+        fprintf(f, "{\"engine\":{\"pid\":%d,\"policy\":\"%s\",\"quantum\":%g,\"uptime\":%.3f,\"epoch\":%llu},"
+                   "\"steps\":[", (int)getpid(), cs_policy_name(e->policy), e->quantum,
+                cs_now() - srv(e)->started, (unsigned long long)e->epoch);
+    if (text)
+        fprintf(f, "%-12s %-10s %-8s %-6s %-5s %-9s %-9s %6s %6s %8s  %s\n", "STEP", "USER", "NAME", "POLICY", "CLASS",
+                "STATE", "CPUS", "Q_RUN", "Q_WAIT", "CPU_S", "WHY");
+    for (int i = 0; i < e->njobs; i++) {
+        struct cs_job *j = e->jobs[i];
+        struct served *sv = j->served;
+        char why[512], *cpus, *allowed, user[64];
+        char cls = job_class(j);
+        int folded;
+        const char *state;
+
+        if (j->state != CS_JOB_LIVE || !sv || (who != 0 && sv->uid != who))
+            continue;
+        shown++;
+        reason(e, j, who, why, sizeof why);
+        cpus = cs_bitmap_list(j->cpus);
+        allowed = cs_bitmap_list(cs_job_home(e, j));
+        folded = hwloc_bitmap_weight(j->cpus) < hwloc_bitmap_weight(cs_job_home(e, j));
+        state = j->frozen ? "frozen" : folded ? "folded" : "running";
+        snprintf(user, sizeof user, "%s", sv->user);
+        if (text) {
+            char pol[80];
+            snprintf(pol, sizeof pol, "%s%s%s", cs_policy_name(e->policy), strcmp(sv->asked, cs_policy_name(e->policy)) ? "/asked:" : "",
+                     strcmp(sv->asked, cs_policy_name(e->policy)) ? sv->asked : "");
+            fprintf(f, "%-12s %-10s %-8.8s %-6s %-5c %-9s %-9s %6llu %6llu %8.1f  %s", j->name, user, sv->prog, pol,
+                    cls ? cls : '-', state, cpus, (unsigned long long)j->quanta_run,
+                    (unsigned long long)j->quanta_frozen, j->cpu_ns * 1e-9, why);
+            if (j->policy_info)
+                fprintf(f, "; %s says %s", cs_policy_name(e->policy), j->policy_info);
+            fputc('\n', f);
+        } else {
+            fprintf(f, "%s{\"job\":%lu,\"step\":%lu,\"id\":%d,\"uid\":%d,\"user\":", first ? "" : ",", sv->job,
+                    sv->step, j->id, (int)sv->uid);
+            cs_json_str(f, user);
+            fputs(",\"name\":", f);
+            cs_json_str(f, sv->prog);
+            fprintf(f, ",\"policy\":\"%s\",\"asked_policy\":", cs_policy_name(e->policy));
+            cs_json_str(f, sv->asked);
+            fputs(",\"opts\":", f);
+            cs_json_str(f, sv->opts);
+            fprintf(f, ",\"class\":%s%c%s,\"state\":\"%s\",\"reason\":", cls ? "\"" : "", cls ? cls : 'n',
+                    cls ? "\"" : "ull", state);
+            cs_json_str(f, why);
+            fprintf(f, ",\"cpus\":\"%s\",\"allocation\":\"%s\",\"nodes\":%d,\"never_frozen\":%s,\"tasks\":%d,"
+                       "\"quanta_run\":%llu,\"quanta_waited\":%llu,\"waited_s\":%.3f,\"cpu_s\":%.3f,\"priority\":%d",
+                    cpus, allowed, sv->nnodes, j->nofreeze ? "true" : "false", sv->nt,
+                    (unsigned long long)j->quanta_run, (unsigned long long)j->quanta_frozen,
+                    j->frozen ? cs_now() - j->last_run_end : 0.0,
+                    j->cpu_ns * 1e-9, j->priority);
+            if (j->last_step_wall > 0 && j->last_step_ncpus > 0)
+                fprintf(f, ",\"cpu_share\":%.3f", j->last_step_cpu / (j->last_step_wall * j->last_step_ncpus));
+            fprintf(f, ",\"policy_info\":%s}", j->policy_info ? j->policy_info : "null");
+            first = 0;
+        }
+        free(cpus);
+        free(allowed);
+    }
+    if (text && !shown)
+        fprintf(f, "(no co-scheduled step%s on this node)\n", who ? " of yours" : "");
+    if (!text)
+        fputs("]}\n", f);
+    fclose(f);
+    return doc;
+}
+
+/* ------------------------------------------------------------ socket */
+
+static void conn_close(struct cs_serve *s, int k)
+{
+    close(s->c[k].fd);
+    free(s->c[k].out);
+    s->c[k] = s->c[--s->nc];
+}
+
+/* Queue msg on the connection's reply. */
+static void reply(struct conn *c, const char *msg)
+{
+    size_t n = strlen(msg);
+    char *p = realloc(c->out, c->olen + n + 1);
+
+    if (!p)
+        return;                      /* the client sees a short reply */
+    memcpy(p + c->olen, msg, n + 1);
+    c->out = p;
+    c->olen += n;
+}
+
+/* Send what the client takes now; 1 when the reply is out (or cannot be). */
+static int flush(struct conn *c)
+{
+    while (c->ooff < c->olen) {
+        ssize_t w = send(c->fd, c->out + c->ooff, c->olen - c->ooff, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (w > 0)
+            c->ooff += (size_t)w;
+        else if (w < 0 && errno == EINTR)
+            continue;
+        else
+            return w < 0 && errno == EAGAIN ? 0 : 1;
+    }
+    return 1;
+}
+
+/* Whether to log one more refusal: REFUSALS_LOGGED a minute, then a count
+ * (refused requests cost a user nothing; the log is a tmpfs). */
+static int refusal_logged(struct cs_serve *s)
+{
+    double now = cs_now();
+
+    if (now - s->refusals_since > 60) {
+        if (s->refusals_quiet)
+            cs_warn("socket: %d more refused requests in the last minute were not logged", s->refusals_quiet);
+        s->refusals_since = now;
+        s->refusals_logged = s->refusals_quiet = 0;
+    }
+    if (s->refusals_logged < REFUSALS_LOGGED) {
+        s->refusals_logged++;
+        return 1;
+    }
+    s->refusals_quiet++;
+    return 0;
+}
+
+#define REFUSED(s, ...) do { if (refusal_logged(s)) cs_warn(__VA_ARGS__); } while (0)
+
+/* A whole request arrived on connection k: answer it.  1: job set changed. */
+static int handle(struct cs_engine *e, struct conn *c)
+{
+    struct cs_msg m;
+    char err[300], rep[PATH_MAX + 400];
+    int changed = 0;
+
+    if (cs_msg_parse(&m, c->buf, c->len, err, sizeof err) < 0) {
+        snprintf(rep, sizeof rep, "ERR %s\n", err);
+        REFUSED(srv(e), "socket: refused a request from pid %d (uid %d): %s", (int)c->pid, (int)c->uid, err);
+        reply(c, rep);
+        return 0;
+    }
+    if (strcmp(m.verb, "ping") == 0) {
+        snprintf(rep, sizeof rep, "OK version=%d pid=%d policy=%s\n", CS_PROTO_VERSION, (int)getpid(),
+                 cs_policy_name(e->policy));
+    } else if (strcmp(m.verb, "status") == 0) {
+        const char *fmt = cs_msg_get(&m, "format");
+        int text = fmt && strcmp(fmt, "text") == 0;
+        char *doc = status_doc(e, c->uid, text);
+        if (!doc) {
+            reply(c, "ERR out of memory\n");
+            return 0;
+        }
+        reply(c, text ? "OK text\n" : "OK json\n");
+        reply(c, doc);
+        free(doc);
+        return 0;
+    } else if (strcmp(m.verb, "register") == 0 || strcmp(m.verb, "deregister") == 0) {
+        if (c->uid != 0) {
+            snprintf(rep, sizeof rep, "ERR %s is for root (the Slurm plugin) only; you are uid %d\n", m.verb,
+                     (int)c->uid);
+            REFUSED(srv(e), "socket: refused %s from uid %d (pid %d): not root", m.verb, (int)c->uid, (int)c->pid);
+        } else {
+            char r[PATH_MAX + 300];
+            changed = m.verb[0] == 'r' ? do_register(e, &m, r, sizeof r) : do_deregister(e, &m, r, sizeof r);
+            if (r[0] == 'E')
+                cs_warn("socket: %s refused: %s", m.verb, r + 4);
+            snprintf(rep, sizeof rep, "%s\n", r);
+        }
+    } else {
+        snprintf(rep, sizeof rep, "ERR unknown verb '%s' (known: ping, register, deregister, status)\n", m.verb);
+    }
+    reply(c, rep);
+    return changed;
+}
+
+static int host_nfds(struct cs_engine *e)
+{
+    int n = 1 + srv(e)->nc;
+    for (int i = 0; i < e->njobs; i++)
+        if (e->jobs[i]->served)
+            n += ((struct served *)e->jobs[i]->served)->nt;
+    return n;
+}
+
+static int host_pollfds(struct cs_engine *e, struct pollfd *pf, int max)
+{
+    struct cs_serve *s = srv(e);
+    int n = 0;
+
+    pf[n++] = (struct pollfd){ .fd = s->lfd, .events = POLLIN };
+    for (int k = 0; k < s->nc && n < max; k++)
+        pf[n++] = (struct pollfd){ .fd = s->c[k].fd, .events = s->c[k].out ? POLLOUT : POLLIN };
+    for (int i = 0; i < e->njobs; i++) {
+        struct served *sv = e->jobs[i]->served;
+        if (!sv || e->jobs[i]->state != CS_JOB_LIVE)
+            continue;
+        for (int k = 0; k < sv->nt && n < max; k++)
+            pf[n++] = (struct pollfd){ .fd = sv->t[k].fd, .events = POLLIN };
+    }
+    return n;
+}
+
+/* A connection refused at the door: one line if the client takes it now. */
+static void turn_away(int fd, const char *msg)
+{
+    if (send(fd, msg, strlen(msg), MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
+        /* nothing more to do for it */
+    }
+    close(fd);
+}
+
+static void accept_all(struct cs_serve *s)
+{
+    for (;;) {
+        int fd = accept4(s->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        struct ucred cr;
+        socklen_t cl = sizeof cr;
+        int mine = 0;
+        if (fd < 0)
+            return;
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0) {
+            close(fd);
+            continue;
+        }
+        for (int k = 0; k < s->nc; k++)
+            mine += s->c[k].uid == cr.uid;
+        if (s->nc == MAX_CONNS || (cr.uid != 0 && s->nc >= MAX_CONNS - ROOT_SLOTS)) {
+            REFUSED(s, "socket: refused a connection from pid %d (uid %d): %d connections open",
+                    (int)cr.pid, (int)cr.uid, s->nc);
+            turn_away(fd, "ERR the engine is busy (too many connections); try again\n");
+            continue;
+        }
+        if (cr.uid != 0 && mine >= PER_USER) {
+            REFUSED(s, "socket: refused a connection from pid %d (uid %d): that user has %d open already",
+                    (int)cr.pid, (int)cr.uid, mine);
+            turn_away(fd, "ERR you have too many connections to the engine open; close some and try again\n");
+            continue;
+        }
+        s->c[s->nc++] = (struct conn){ .fd = fd, .uid = cr.uid, .pid = cr.pid, .deadline = cs_now() + CONN_DEADLINE };
+    }
+}
+
+static int host_ready(struct cs_engine *e, const struct pollfd *pf, int n)
+{
+    struct cs_serve *s = srv(e);
+    int changed = 0, nc = s->nc, k;
+    int done[MAX_CONNS] = { 0 };
+
+    /* ended tasks first: a pidfd closed here may get its number back from a
+     * registration below, which must not inherit this round's POLLIN */
+    for (int p = 1 + nc; p < n; p++) {
+        if (!(pf[p].revents & (POLLIN | POLLHUP | POLLERR)))
+            continue;
+        for (int i = 0; i < e->njobs; i++) {
+            struct served *sv = e->jobs[i]->served;
+            if (!sv || e->jobs[i]->state != CS_JOB_LIVE)
+                continue;
+            for (int t = 0; t < sv->nt; t++)
+                if (sv->t[t].fd == pf[p].fd) {
+                    task_remove(e, e->jobs[i], t, "its tasks ended");
+                    changed = 1;
+                    goto next;
+                }
+        }
+next:;
+    }
+    /* then the connections, in the order poll saw them */
+    for (k = 0; k < nc && 1 + k < n; k++) {
+        struct conn *c = &s->c[k];
+        if (pf[1 + k].fd != c->fd || !pf[1 + k].revents)
+            continue;
+        if (c->out) {                        /* sending the reply */
+            done[k] = flush(c);
+            continue;
+        }
+        if (!(pf[1 + k].revents & (POLLIN | POLLHUP | POLLERR)))
+            continue;
+        ssize_t r = read(c->fd, c->buf + c->len, CS_PROTO_MAX + 1 - c->len);
+        if (r > 0)
+            c->len += (size_t)r;
+        char *nl = memchr(c->buf, '\n', c->len);
+        int answered = 1;
+        if (nl || r == 0 || c->len > CS_PROTO_MAX) {
+            if (!nl && c->len > CS_PROTO_MAX) {
+                char rep[128];
+                snprintf(rep, sizeof rep, "ERR request longer than the limit of %d bytes\n", CS_PROTO_MAX);
+                REFUSED(s, "socket: refused an oversized request from pid %d (uid %d)", (int)c->pid, (int)c->uid);
+                reply(c, rep);
+            } else if (c->len == 0) {
+                answered = 0;                /* closed without a word */
+            } else if (!nl) {
+                reply(c, "ERR request truncated: no newline before the end of the connection\n");
+                REFUSED(s, "socket: refused a truncated request from pid %d (uid %d)", (int)c->pid, (int)c->uid);
+            } else {
+                c->len = (size_t)(nl - c->buf);
+                changed |= handle(e, c);
+            }
+            /* the reply goes out as the client reads it, within the deadline */
+            c->deadline = cs_now() + CONN_DEADLINE;
+            done[k] = !answered || !c->out || flush(c);
+        } else if (r < 0 && errno != EAGAIN && errno != EINTR) {
+            done[k] = 1;
+        }
+    }
+    for (k = nc - 1; k >= 0; k--)
+        if (done[k] || cs_now() > s->c[k].deadline) {
+            if (!done[k] && !s->c[k].out) {
+                reply(&s->c[k], "ERR no complete request within 2 s\n");
+                flush(&s->c[k]);
+            }
+            conn_close(s, k);
+        }
+    if (pf[0].revents & POLLIN)
+        accept_all(s);
+    return changed;
+}
+
+static int host_tidy(struct cs_engine *e)
+{
+    struct cs_serve *s = srv(e);
+    int k = 0;
+
+    for (int i = 0; i < e->njobs; i++) {
+        struct cs_job *j = e->jobs[i];
+        if (j->state == CS_JOB_LIVE) {
+            e->jobs[k++] = j;
+            continue;
+        }
+        struct served *sv = j->served;
+        if (sv) {
+            for (int t = 0; t < sv->nt; t++)
+                if (sv->t[t].fd >= 0)
+                    close(sv->t[t].fd);
+            free(sv->t);
+            free(sv);
+        }
+        cs_job_free(j);
+    }
+    e->njobs = k;
+    if (k > 0 || s->idle_exit <= 0) {
+        s->idle_since = cs_now();
+        return 0;
+    }
+    if (cs_now() - s->idle_since >= s->idle_exit) {
+        cs_info("no step registered for %g s: exiting (--idle-exit)", s->idle_exit);
+        return 1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------ daemon */
+
+/* The engine's host: jobs from outside, registered over the socket. */
+const struct cs_host_ops cs_node_host = {
+    .name = "node engine",
+    .external_jobs = 1,
+    .nfds = host_nfds,
+    .pollfds = host_pollfds,
+    .ready = host_ready,
+    .tidy = host_tidy,
+};
+
+/* Leave Slurm's cgroups (started on demand from a step's slurmstepd). */
+static void leave_slurm_cgroups(void)
+{
+    FILE *f = fopen("/proc/self/cgroup", "re");
+    char line[PATH_MAX + 256];
+
+    if (!f)
+        return;
+    while (fgets(line, sizeof line, f)) {
+        char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL, mnt[PATH_MAX], dir[PATH_MAX],
+             why[256], ctl[64], pid[32];
+        if (!c2 || (!strstr(c2, "slurm") && !strstr(c2, "/job_")))
+            continue;
+        *c2 = '\0';
+        snprintf(ctl, sizeof ctl, "%s", c1 + 1);
+        char *comma = strchr(ctl, ',');
+        if (comma)
+            *comma = '\0';
+        if (strncmp(ctl, "name=", 5) == 0)
+            continue;
+        if (cs_cgroup_locate(ctl[0] ? ctl : NULL, mnt, sizeof mnt, dir, sizeof dir, why, sizeof why) < 0)
+            continue;
+        snprintf(pid, sizeof pid, "%d", (int)getpid());
+        if (cs_cg_write(NULL, mnt, "cgroup.procs", pid) < 0)
+            cs_warn("cannot leave cgroup %s%s: %s", mnt, c2 + 1, strerror(errno));
+    }
+    fclose(f);
+}
+
+static int listen_on(const char *path)
+{
+    struct sockaddr_un a = { .sun_family = AF_UNIX };
+    char dir[PATH_MAX];
+    int fd;
+
+    if (strlen(path) >= sizeof a.sun_path) {
+        cs_err("--socket %s: longer than %zu bytes", path, sizeof a.sun_path - 1);
+        return -1;
+    }
+    snprintf(dir, sizeof dir, "%s", path);
+    char *sl = strrchr(dir, '/');
+    if (sl && sl != dir) {
+        *sl = '\0';
+        if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
+            cs_err("--socket %s: cannot create %s: %s", path, dir, strerror(errno));
+            return -1;
+        }
+    }
+    strcpy(a.sun_path, path);
+    unlink(path);               /* we hold the lock: any socket there is stale */
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) < 0 || chmod(path, 0666) < 0 || listen(fd, 64) < 0) {
+        cs_err("--socket %s: %s", path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+#define BAD(...) do { cs_err(__VA_ARGS__); goto out; } while (0)
+
+int cs_node_serve(const struct cs_node_opts *o)
+{
+    struct cs_engine e = { 0 };
+    struct cs_serve s = { .lfd = -1, .socket = o->socket, .idle_exit = o->idle_exit,
+                          .popts = o->popts, .npopts = o->npopts };
+    const char *policy = o->policy, *logfile = o->logfile, *trace = o->trace, *counters = o->counters;
+    char *const *ppath = o->ppath;
+    int nppath = o->nppath, detach = o->detach, status = 2, lockfd = -1, ready[2] = { -1, -1 };
+    struct cs_profile *profile = NULL;
+    char why[PATH_MAX + 256];
+
+    e.quantum = o->quantum;
+    e.kill_timeout = 10;
+    if (geteuid() != 0)
+        BAD("cosched serve must run as root: it freezes and moves other users' Slurm steps");
+    /* nothing from the environment of whoever started us */
+    clearenv();
+    cs_policy_trusted_only = 1;
+    setenv("PATH", "/usr/sbin:/usr/bin:/sbin:/bin", 1);
+    umask(022);
+    /* a pidfd per registered task: as many descriptors as allowed */
+    {
+        struct rlimit rl;
+        if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+            rl.rlim_cur = rl.rlim_max;
+            setrlimit(RLIMIT_NOFILE, &rl);
+        }
+    }
+
+    /* one engine per socket */
+    {
+        char *lock = cs_strdup_printf("%s.lock", s.socket);
+        char dir[PATH_MAX];
+        snprintf(dir, sizeof dir, "%s", s.socket);
+        char *sl = strrchr(dir, '/');
+        if (sl && sl != dir) {
+            *sl = '\0';
+            mkdir(dir, 0755);
+        }
+        /* a directory others may write would let them replace the socket
+         * (and receive root's registrations) or plant links for the lock */
+        if (cs_path_trusted(!sl ? "." : sl == dir ? "/" : dir, why, sizeof why) < 0) {
+            cs_err("--socket %s: %s", s.socket, why);
+            free(lock);
+            goto out;
+        }
+        lockfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+        if (lockfd < 0) {
+            cs_err("cannot open the lock %s: %s", lock, strerror(errno));
+            free(lock);
+            goto out;
+        }
+        /* an engine that is just exiting still holds it: ask again for 1 s */
+        int locked = -1;
+        for (int t = 0; t < 20 && (locked = flock(lockfd, LOCK_EX | LOCK_NB)) < 0; t++) {
+            struct timespec ts = { 0, 50 * 1000 * 1000 };
+            nanosleep(&ts, NULL);
+        }
+        if (locked < 0) {
+            cs_info("an engine already serves %s (lock %s held): nothing to do", s.socket, lock);
+            free(lock);
+            status = detach ? 0 : 1;
+            goto out;
+        }
+        free(lock);
+    }
+    {
+        char *held = cs_strdup_printf("%s.held", s.socket);
+        int r = cs_slurm_keep_state(held);
+        free(held);
+        if (r < 0)
+            goto out;
+    }
+    cs_slurm_restore_held();
+    cs_slurm_thaw_leftovers();
+    /* policies: the admin's directories, the site's, the installed ones; trusted only */
+    for (int i = 0; i < nppath; i++)
+        if (cs_path_trusted(ppath[i], why, sizeof why) < 0)
+            BAD("--policy-path %s: %s", ppath[i], why);
+    s.search = calloc(nppath + 2, sizeof *s.search);
+    for (int i = 0; i < nppath; i++)
+        s.search[s.nsearch++] = strdup(ppath[i]);
+    s.search[s.nsearch++] = cs_strdup_printf("%s/policies", COSCHED_SYSCONFDIR);
+    s.search[s.nsearch++] = cs_strdup_printf("%s/lua/policies", cs_datadir());
+    if ((e.topo = cs_topo_load(NULL)) == NULL)
+        goto out;
+    e.managed = hwloc_bitmap_alloc();
+    if ((e.policy = load_policy(&s, policy, why, sizeof why)) == NULL)
+        BAD("--policy: %s", why);
+    snprintf(s.policy, sizeof s.policy, "%s", policy);
+    if (strcmp(counters, "none") != 0) {
+        profile = cs_profile_for_this_cpu(NULL, 0, why, sizeof why);
+        if (profile == NULL || (e.cnt = cs_counters_select("auto", profile, &e.cnt_arg)) == NULL ||
+            e.cnt == &cs_counters_none) {
+            cs_info("counters: none (%s)", profile ? "no backend works here" : why);
+            if (profile)
+                cs_profile_free(profile);
+            profile = NULL;
+            e.cnt = NULL;
+        }
+    }
+    e.profile = profile;
+    e.ctl = &cs_control_slurm;
+    e.host = &cs_node_host;
+    e.host_arg = &s;
+    e.explain = 1;
+    e.output = CS_OUT_INHERIT;
+    if (trace && (e.trace = cs_fopen_write(trace)) == NULL)
+        BAD("--trace %s: %s", trace, errno == ELOOP ? "a symbolic link (cosched never writes through one)" : strerror(errno));
+    if ((s.lfd = listen_on(s.socket)) < 0)
+        goto out;
+
+    if (detach) {
+        if (pipe2(ready, O_CLOEXEC) < 0)
+            BAD("pipe: %s", strerror(errno));
+        pid_t pid = fork();
+        if (pid < 0)
+            BAD("fork: %s", strerror(errno));
+        if (pid > 0) {
+            /* the parent: exit once the daemon says it runs */
+            char b = 0;
+            close(ready[1]);
+            status = read(ready[0], &b, 1) == 1 && b == 'y' ? 0 : 1;
+            close(ready[0]);
+            close(s.lfd);
+            s.lfd = -1;
+            goto out_parent;
+        }
+        close(ready[0]);
+        setsid();
+        char logdef[PATH_MAX];
+        snprintf(logdef, sizeof logdef, "%s.log", s.socket);
+        leave_slurm_cgroups();
+        int nul = open("/dev/null", O_RDWR), lf = open(logfile ? logfile : logdef, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0640);
+        if (nul >= 0) {
+            dup2(nul, 0);
+            dup2(nul, 1);
+        }
+        if (lf >= 0)
+            dup2(lf, 2);
+        if (nul > 2)
+            close(nul);
+        if (lf > 2)
+            close(lf);
+        (void)!chdir("/");
+    }
+    s.started = s.idle_since = cs_now();
+    cs_info("node engine pid %d listening on %s: policy %s, quantum %g s%s", (int)getpid(), s.socket, policy,
+            e.quantum, s.idle_exit > 0 ? ", exits when idle" : "");
+    if (detach) {
+        (void)!write(ready[1], "y", 1);
+        close(ready[1]);
+    }
+    status = cs_engine_run(&e);
+    cs_info("node engine pid %d stopped; every step was given back to Slurm", (int)getpid());
+out:
+    if (s.lfd >= 0) {
+        close(s.lfd);
+        unlink(s.socket);
+    }
+out_parent:
+    for (int k = 0; k < s.nc; k++)
+        close(s.c[k].fd);
+    for (int i = 0; i < e.njobs; i++) {
+        struct served *sv = e.jobs[i]->served;
+        if (sv) {
+            for (int t = 0; t < sv->nt; t++)
+                if (sv->t[t].fd >= 0)
+                    close(sv->t[t].fd);
+            free(sv->t);
+            free(sv);
+        }
+        cs_job_free(e.jobs[i]);
+    }
+    free(e.jobs);
+    free(e.run_id);
+    if (e.policy)
+        cs_policy_free(e.policy);
+    if (profile)
+        cs_profile_free(profile);
+    if (e.trace)
+        fclose(e.trace);
+    if (e.managed)
+        hwloc_bitmap_free(e.managed);
+    cs_topo_free(e.topo);
+    for (int i = 0; i < s.nsearch; i++)
+        free(s.search[i]);
+    free(s.search);
+    if (lockfd >= 0)
+        close(lockfd);
+    return status;
+}
