@@ -1,5 +1,5 @@
 /*
- * config.c - plugstack.conf arguments and --cosched values (see config.h).
+ * spank_conf.c - plugstack.conf arguments and --cosched values (see spank_conf.h).
  * libc only.
  */
 #define _GNU_SOURCE

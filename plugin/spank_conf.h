@@ -1,7 +1,7 @@
 /*
- * config.h - the SPANK plugin's typed configuration and the user's request.
+ * spank_conf.h - the SPANK plugin's typed configuration and the user's request.
  *
- * Pure C (libc only, no Slurm): the unit tests link config.c alone
+ * Pure C (libc only, no Slurm): the unit tests link spank_conf.c alone
  * (tests/progs/spank_conf).  Every function returns 0 or -1; on -1 `err`
  * holds one line for a human naming what was wrong and what was expected.
  *
@@ -54,7 +54,7 @@ struct cs_req {
     int omp_shim_off;             /* omp_shim=no: passive waiting, no shim */
 };
 
-/* Defaults: see the table in config.c and cosched-spank(8). */
+/* Defaults: see the table in spank_conf.c and cosched-spank(8). */
 void cs_conf_defaults(struct cs_conf *c);
 /* Parse plugstack.conf arguments ("key=value" each) over the defaults.
  * Syntax and bounds only; cs_conf_check compares with the installed set. */
