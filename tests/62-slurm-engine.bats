@@ -26,19 +26,7 @@ setup() {
 teardown() {
     [ -z "${BG:-}" ] || { kill "$BG" 2>/dev/null; wait "$BG" 2>/dev/null || true; }
     [ -z "${SLURM_CONF:-}" ] || { scancel -u root 2>/dev/null || true; slurm_wait_idle 30 || true; }
-    stop_engine
-}
-
-# The on-demand engine's pid (from a ping), empty when none answers.
-engine_pid() {
-    "$COSCHED" status --json --socket "$CS_SOCKET" 2>/dev/null |
-        python3 -c 'import json,sys; print(json.load(sys.stdin)["engine"]["pid"])' 2>/dev/null || true
-}
-
-stop_engine() {
-    local p
-    p=$(engine_pid)
-    [ -z "$p" ] || { kill "$p"; wait_for 10 "! kill -0 $p 2>/dev/null"; }
+    slurm_engine_stop
 }
 
 # freezer state of step S of job J
@@ -171,7 +159,7 @@ bindings() {
     start_pair gang 2
     wait_for 10 '[ "$(fstate $JOB 0)" = FROZEN ] || [ "$(fstate $JOB 1)" = FROZEN ]'
     local p
-    p=$(engine_pid)
+    p=$(slurm_engine_pid)
     [ -n "$p" ]
     kill -9 "$p"
     wait_for 5 '[ "$(fstate $JOB 0)" != FROZEN ] && [ "$(fstate $JOB 1)" != FROZEN ]'
@@ -184,7 +172,7 @@ bindings() {
     start_pair tft 3
     wait_for 10 '[ "$(cpuset_of $JOB 0)" != "$(cpuset_of $JOB 1)" ]'
     local p
-    p=$(engine_pid)
+    p=$(slurm_engine_pid)
     kill "$p"
     wait_for 10 "! kill -0 $p 2>/dev/null"
     [ "$(fstate "$JOB" 0)" = THAWED ]
@@ -234,7 +222,7 @@ bindings() {
 @test "the on-demand engine exits by itself once no step is left (idle_exit), and the next step starts a new one" {
     start_pair gang 1
     local p
-    p=$(engine_pid)
+    p=$(slurm_engine_pid)
     [ -n "$p" ]
     wait "$BG"; BG=
     wait_for 15 "! kill -0 $p 2>/dev/null"

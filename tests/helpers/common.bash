@@ -135,6 +135,25 @@ task_cpus() {
     done | sort -u
 }
 
+# cg2_look CG PID WHAT: one consistent look at cgroup v2 cgroup CG holding
+# task PID (a job's or a Slurm step's): "frozen", or "running CPUS" after
+# checking that every thread of PID may run on exactly CG's effective cpus
+# (WHAT names it in the failure), or nothing when CG changed while it was
+# read (a switch in between: that look proves nothing).
+cg2_look() {
+    local ev1 ev2 eff1 eff2 th
+    ev1=$(tr '\n' ' ' < "$1/cgroup.events") eff1=$(cat "$1/cpuset.cpus.effective")
+    th=$(task_cpus "$2")
+    ev2=$(tr '\n' ' ' < "$1/cgroup.events") eff2=$(cat "$1/cpuset.cpus.effective")
+    [ "$ev1" = "$ev2" ] && [ "$eff1" = "$eff2" ] || return 0
+    case $ev1 in
+    *"frozen 1"*) echo frozen ;;
+    *"frozen 0"*)
+        assert_equal "$th" "$eff1" "$3: threads' Cpus_allowed_list vs $1/cpuset.cpus.effective"
+        echo "running $eff1" ;;
+    esac
+}
+
 # proc_state PID: the state letter (R S D T t Z ...) of PID; nothing when gone.
 proc_state() {
     _cs_stat "/proc/$1/stat" || return 1

@@ -188,16 +188,12 @@ JOBS
             cg=$(job_cg "$p")
             [[ $cg == */cosched/*/job* ]] || continue
             [ -f "$cg/cpuset.cpus" ] || { echo "$j: $cg has no cpuset.cpus (affinity fallback?)" >&2; false; }
-            ev1=$(tr '\n' ' ' < "$cg/cgroup.events") eff1=$(cat "$cg/cpuset.cpus.effective")
-            th=$(task_cpus "$p")
-            ev2=$(tr '\n' ' ' < "$cg/cgroup.events") eff2=$(cat "$cg/cpuset.cpus.effective")
-            [ "$ev1" = "$ev2" ] && [ "$eff1" = "$eff2" ] || continue
-            case $ev1 in
-            *"frozen 1"*) frozen=$((frozen + 1)) ;;
-            *"frozen 0"*)
+            look=$(cg2_look "$cg" "$p" "$j (pid $p)")
+            case $look in
+            frozen) frozen=$((frozen + 1)) ;;
+            running*)
                 stable=$((stable + 1))
-                assert_equal "$th" "$eff1" "$j (pid $p): threads' Cpus_allowed_list vs $cg/cpuset.cpus.effective"
-                [ "$eff1" = 0-7 ] || confined=$((confined + 1)) ;;
+                [ "$look" = "running 0-7" ] || confined=$((confined + 1)) ;;
             esac
         done
     done

@@ -179,26 +179,22 @@ cpu_count() {
     for i in 0 1 2 3; do
         wait_for 90 '[ -n "$(tasks $JOB '$i')" ]' || { cat salloc.err step*.err >&2; false; }
     done
-    local frozen=0 confined=0 stable=0 samples=0 u ev1 ev2 eff1 eff2 th p
+    local frozen=0 confined=0 stable=0 samples=0 u look p
     while [ $samples -lt 8 ] || { { [ $frozen -eq 0 ] || [ $confined -eq 0 ]; } && [ $samples -lt 30 ]; }; do
         samples=$((samples + 1))
         for i in 0 1 2 3; do
             u=$(user "$JOB" "$i")
             p=$(tasks "$JOB" "$i" | head -n 1)
             [ -n "$p" ] || continue
-            ev1=$(tr '\n' ' ' < "$u/cgroup.events") eff1=$(cat "$u/cpuset.cpus.effective")
-            th=$(task_cpus "$p")
-            ev2=$(tr '\n' ' ' < "$u/cgroup.events") eff2=$(cat "$u/cpuset.cpus.effective")
-            [ "$ev1" = "$ev2" ] && [ "$eff1" = "$eff2" ] || continue
-            case $ev1 in
-            *"frozen 1"*) frozen=$((frozen + 1)) ;;
-            *"frozen 0"*)
+            look=$(cg2_look "$u" "$p" "step $JOB.$i (task $p)")
+            case $look in
+            frozen) frozen=$((frozen + 1)) ;;
+            running*)
                 stable=$((stable + 1))
-                assert_equal "$th" "$eff1" "step $JOB.$i (task $p): threads' Cpus_allowed_list vs $u/cpuset.cpus.effective"
-                if [ "$eff1" != 0-7 ]; then
+                if [ "$look" != "running 0-7" ]; then
                     confined=$((confined + 1))
                     # the engine's write, not a cpuset Slurm set: user/cpuset.cpus says so
-                    assert_equal "$(cat "$u/cpuset.cpus")" "$eff1" "$u/cpuset.cpus of the confined step"
+                    assert_equal "running $(cat "$u/cpuset.cpus")" "$look" "$u/cpuset.cpus of the confined step"
                 fi ;;
             esac
         done
