@@ -337,8 +337,8 @@ static int call(const char *req, char *reply, size_t len, char *why, size_t whyl
             started = 1;
         }
         if (now_ms() + 50 > st.deadline) {
-            snprintf(why, whylen, "the engine started with %.200s did not answer at %s within %d ms",
-                     cs_g.conf.cosched, cs_g.conf.socket, cs_g.conf.timeout_ms);
+            snprintf(why, whylen, "the engine started with %.150s did not answer at %s within %d ms (its messages: %s.log)",
+                     cs_g.conf.cosched, cs_g.conf.socket, cs_g.conf.timeout_ms, cs_g.conf.socket);
             return -1;
         }
         usleep(50 * 1000);

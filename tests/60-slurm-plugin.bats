@@ -426,7 +426,7 @@ EOF
     [ "$rc" -eq 0 ]
     assert_equal "$out" "$(printf 'ran\nran')" "the tasks' output"
     assert_equal "$(notice_count)" 1 "notice lines"
-    assert_contains "$err" "the engine started with /bin/true did not answer at $CS_SOCKET within 800 ms"
+    assert_contains "$err" "the engine started with /bin/true did not answer at $CS_SOCKET within 800 ms (its messages: $CS_SOCKET.log)"
     [ "$t" -lt 3000 ]
     slurm_node_ok
 }

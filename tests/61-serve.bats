@@ -860,6 +860,23 @@ EOF
     assert_equal "$(cs_send 'COSCHED/1 ping')" "OK version=1 pid=$d policy=gang" "the first engine still serves"
 }
 
+@test "--detach started with stderr on /dev/null (as the SPANK plugin starts it): a start-up error is in its log" {
+    # the plugin's on-demand engine has /dev/null as stderr: without the log,
+    # an engine that cannot start would say why to nobody
+    "$COSCHED" serve --detach --socket "$SOCK" --policy nosuch --quantum 100ms --counters none 2>/dev/null 3>&- &&
+        { echo "serve --detach with an unknown policy succeeded" >&2; false; }
+    [ ! -S "$SOCK" ]
+    [ -f "$SOCK.log" ] || { echo "no $SOCK.log" >&2; false; }
+    assert_contains "$(cat "$SOCK.log")" "policy 'nosuch' is not installed on this node"
+    # a good start appends to the same log, the start-up lines from before the fork included
+    run "$COSCHED" serve --detach --socket "$SOCK" --policy gang --quantum 100ms --counters none 3>&-
+    [ "$status" -eq 0 ] || { echo "serve --detach: status $status: $output" >&2; false; }
+    run cs_send 'COSCHED/1 ping'
+    [[ $output =~ pid=([0-9]+) ]] && echo "${BASH_REMATCH[1]}" > daemon.pid
+    assert_contains "$(cat "$SOCK.log")" "listening on $SOCK"
+    [ "$(grep -c "policy 'nosuch'" "$SOCK.log")" -eq 1 ]
+}
+
 @test "--idle-exit: the detached engine stays while a step is registered and exits after the last one left" {
     fake_step 7 0
     fake_task 7 0 0 a

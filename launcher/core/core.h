@@ -51,6 +51,7 @@
 enum cs_loglevel { CS_LOG_ERROR, CS_LOG_WARN, CS_LOG_INFO, CS_LOG_DEBUG };
 extern int cs_verbosity;             /* messages up to this level are printed */
 extern void (*cs_log_before)(void);  /* called before a message is written (progress line) */
+extern int cs_log_copy;              /* >= 0: every message is written to this descriptor too */
 void cs_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 #define cs_err(...)   cs_log(CS_LOG_ERROR, __VA_ARGS__)
 #define cs_warn(...)  cs_log(CS_LOG_WARN, __VA_ARGS__)

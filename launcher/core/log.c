@@ -11,6 +11,7 @@
 
 int cs_verbosity = CS_LOG_INFO;
 void (*cs_log_before)(void);            /* the engine's progress line: erased first */
+int cs_log_copy = -1;                   /* a second destination (cosched serve --detach's log) */
 
 void cs_log(int level, const char *fmt, ...)
 {
@@ -28,4 +29,6 @@ void cs_log(int level, const char *fmt, ...)
     /* one write per message: lines from the engine and the guardian do not interleave */
     fprintf(stderr, "cosched: %s%s\n", tag[level], buf);
     fflush(stderr);
+    if (cs_log_copy >= 0)
+        dprintf(cs_log_copy, "cosched: %s%s\n", tag[level], buf);
 }

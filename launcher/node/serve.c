@@ -885,7 +885,7 @@ int cs_node_serve(const struct cs_node_opts *o)
                           .popts = o->popts, .npopts = o->npopts };
     const char *policy = o->policy, *logfile = o->logfile, *trace = o->trace, *counters = o->counters;
     char *const *ppath = o->ppath;
-    int nppath = o->nppath, detach = o->detach, status = 2, lockfd = -1, ready[2] = { -1, -1 };
+    int nppath = o->nppath, detach = o->detach, status = 2, lockfd = -1, logfd = -1, ready[2] = { -1, -1 };
     struct cs_profile *profile = NULL;
     char why[PATH_MAX + 256];
 
@@ -923,6 +923,17 @@ int cs_node_serve(const struct cs_node_opts *o)
             cs_err("--socket %s: %s", s.socket, why);
             free(lock);
             goto out;
+        }
+        /* --detach: the log gets the start-up messages too (an engine the
+         * SPANK plugin starts has /dev/null as its stderr: a bad policy or a
+         * thawed leftover would otherwise be said to nobody) */
+        if (detach) {
+            char logdef[PATH_MAX];
+            snprintf(logdef, sizeof logdef, "%s.log", s.socket);
+            if ((logfd = open(logfile ? logfile : logdef, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW,
+                              0640)) < 0)
+                cs_warn("--log %s: %s (messages go to stderr only)", logfile ? logfile : logdef, strerror(errno));
+            cs_log_copy = logfd;
         }
         lockfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
         if (lockfd < 0) {
@@ -1008,20 +1019,20 @@ int cs_node_serve(const struct cs_node_opts *o)
         }
         close(ready[0]);
         setsid();
-        char logdef[PATH_MAX];
-        snprintf(logdef, sizeof logdef, "%s.log", s.socket);
         leave_slurm_cgroups();
-        int nul = open("/dev/null", O_RDWR), lf = open(logfile ? logfile : logdef, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0640);
+        int nul = open("/dev/null", O_RDWR);
         if (nul >= 0) {
             dup2(nul, 0);
             dup2(nul, 1);
         }
-        if (lf >= 0)
-            dup2(lf, 2);
+        cs_log_copy = -1;           /* the log is stderr from here on */
+        if (logfd >= 0)
+            dup2(logfd, 2);
         if (nul > 2)
             close(nul);
-        if (lf > 2)
-            close(lf);
+        if (logfd > 2)
+            close(logfd);
+        logfd = -1;
         (void)!chdir("/");
     }
     s.started = s.idle_since = cs_now();
@@ -1068,5 +1079,9 @@ out_parent:
     free(s.search);
     if (lockfd >= 0)
         close(lockfd);
+    if (logfd >= 0) {
+        cs_log_copy = -1;
+        close(logfd);
+    }
     return status;
 }
