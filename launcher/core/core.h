@@ -87,8 +87,6 @@ const char *cs_datadir(void);
  * nobody else may write them (a root-owned sticky directory is fine); -1
  * with why.  The node engine loads only such files (policies, modules). */
 int cs_path_trusted(const char *path, char *why, size_t len);
-/* s as a JSON string (quotes, escapes), or null when s is NULL. */
-void cs_json_str(FILE *f, const char *s);
 /* hwloc bitmap as a list string ("0-3,8"); caller frees. */
 char *cs_bitmap_list(hwloc_const_bitmap_t b);
 
@@ -205,7 +203,7 @@ struct cs_job {
     hwloc_bitmap_t allowed;
     int nofreeze;
     void *served;
-    char *policy_info;
+    struct json_t *policy_info;    /* jansson's json_t (core/json.h) */
 };
 
 /* Job file: see cosched(1) JOB FILES.  Returns number of jobs appended or -1
