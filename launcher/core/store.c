@@ -235,7 +235,8 @@ static void warn_once(struct cs_store *s, const char *file, const char *what)
             return;
     s->warned = realloc(s->warned, (size_t)(s->nwarned + 1) * sizeof *s->warned);
     s->warned[s->nwarned++] = strdup(file);
-    cs_warn("profile store: %s: %s; entry ignored", file, what);
+    /* "LINE:COL: ..." (a syntax error) is appended as FILE:LINE:COL: ... */
+    cs_warn("profile store: %s:%s%s; entry ignored", file, isdigit((unsigned char)what[0]) ? "" : " ", what);
 }
 
 static void key_free(struct cs_store_key *k)
