@@ -55,11 +55,14 @@ valid() {
     refused "'phase' is not one of ['run', 'step', 'job', 'characterized']" '{"type":"phase","time":1}'
     refused "Additional properties are not allowed ('colour' was unexpected)" \
         '{"type":"characterized","time":1,"id":1,"name":"x","class":"S","degraded":false,"count":1,"colour":"red"}'
-    refused "should not be valid" \
-        '{"type":"job","event":"end","time":1,"id":1,"name":"x","instance":1,"threads":1,"exit":0,"signal":9}'
-    refused "False schema does not allow 0" \
+    # (the wording of these two differs between jsonschema versions: the line and the place only)
+    refused "" '{"type":"job","event":"end","time":1,"id":1,"name":"x","instance":1,"threads":1,"exit":0,"signal":9}'
+    assert_contains "$output" "['exit', 'signal']"
+    refused "" \
         '{"type":"job","event":"start","time":1,"id":1,"name":"x","instance":1,"threads":1,"exit":0}'
-    refused "'counts_flags' is a dependency of 'metrics'" "${valid_step/\"cpu_s\":0.1/\"cpu_s\":0.1,\"metrics\":{\"ipc\":1}}"
+    assert_contains "$output" "does not allow 0"
+    m='"cpu_s":0.1,"metrics":{"ipc":1}'
+    refused "'counts_flags' is a dependency of 'metrics'" "${valid_step/\"cpu_s\":0.1/$m}"
     refused "not JSON" '{"type":"step",'
 }
 
@@ -68,10 +71,10 @@ valid() {
     printf 'name='"'"'a"b\xc3\xa9'"'"' threads=1 -- %s/spin -c 0.5\nname=z\xff threads=1 -- %s/spin -c 0.3\nname=plain threads=1 -- %s/spin -c 0.3\n' \
         "$PROGS" "$PROGS" "$PROGS" > j.jobs
     run "$COSCHED" run --policy flca --quantum 100ms --window 2s --counters perf --profile test-software \
-        --record-counters rec.jsonl --jobs j.jobs
+        --record-counters rec.jsonl --store store1 --jobs j.jobs
     [ "$status" -eq 0 ] || { echo "$output"; false; }
     run "$COSCHED" run --policy flca --quantum 100ms --window 2s --counters replay:rec.jsonl --profile test-software \
-        --trace t.jsonl --jobs j.jobs
+        --store store2 --trace t.jsonl --jobs j.jobs
     [ "$status" -eq 0 ] || { echo "$output"; false; }
     valid t.jsonl
     # the trace holds what the schema is there to check: every record type, metrics, policy info, exits
@@ -128,7 +131,7 @@ EOF
 import json, re, sys
 man = open(sys.argv[1]).read()
 sec = man[man.index(".SH TRACE"):]
-sec = sec[:sec.index("\n.SH ", 1)]
+sec = sec[:sec.index("\n.SH ", 1)].replace("\\-", "-")
 assert "trace-schema.json" in sec, "cosched(1) TRACE does not point to the schema"
 in_man = set(re.findall(r'"([a-z_]+)":', sec))
 s = json.load(open(sys.argv[2]))

@@ -45,6 +45,7 @@ struct rrec {
 
 struct rjob {
     struct cs_job *job;
+    char *name;                    /* the job's name as a recording writes it (U+FFFD for non-UTF-8 bytes) */
     struct rrec *r;
     size_t n, cap;
 };
@@ -142,8 +143,10 @@ static int want_uint(struct cur *c, const json_t *v, json_int_t max, const char 
 
 static void free_all(void)
 {
-    for (int i = 0; i < R.njobs; i++)
+    for (int i = 0; i < R.njobs; i++) {
         free(R.jobs[i].r);
+        free(R.jobs[i].name);
+    }
     free(R.jobs);
     free(R.file);
     memset(&R, 0, sizeof R);
@@ -233,7 +236,7 @@ static int add_record(struct cur *c, struct cs_engine *e)
         want_type(c, f[5], json_is_array(f[5]), "counts", "the list of counts") < 0)
         goto out;
     const char *name = json_string_value(f[0]);
-    for (ji = 0; ji < R.njobs && strcmp(R.jobs[ji].job->name, name) != 0; ji++)
+    for (ji = 0; ji < R.njobs && strcmp(R.jobs[ji].name, name) != 0; ji++)
         ;
     if (ji == R.njobs) {
         char list[300] = "";
@@ -373,8 +376,12 @@ static int replay_init(struct cs_engine *e, const char *arg, const struct cs_pro
     R.nslots = p->nevents;
     R.njobs = e->njobs;
     R.jobs = calloc(e->njobs ? e->njobs : 1, sizeof *R.jobs);
-    for (int i = 0; i < e->njobs; i++)
+    for (int i = 0; i < e->njobs; i++) {
+        json_t *n = cs_json_text(e->jobs[i]->name);
         R.jobs[i].job = e->jobs[i];
+        R.jobs[i].name = strdup(json_is_string(n) ? json_string_value(n) : "");
+        json_decref(n);
+    }
     if (load(e, R.file, p) < 0) {
         free_all();
         return -1;

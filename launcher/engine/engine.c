@@ -684,6 +684,8 @@ static void step_end(struct cs_engine *e, struct stepstate *ss, const int *was_l
                          cs_json_fixed(ss->t_start - e->t0, 6), "end", cs_json_fixed(now - e->t0, 6), "planned",
                          cs_json_fixed(ss->t_plan_end - ss->t_start, 6), "switch_us", cs_json_fixed(ss->switch_us, 1),
                          "fallback", ss->fallback, "jobs", jobs = json_array());
+    if (line == NULL)
+        jobs = NULL;     /* json_pack() failed and took it: appending to NULL frees the item */
     for (int i = 0; i < ss->njobs; i++) {
         struct cs_job *j = e->jobs[i];
         uint64_t ns = j->cpu_mark;
