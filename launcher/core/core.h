@@ -13,7 +13,8 @@
  *      |        \          \
  *     policy/   counters/   control/     Lua host | counter backends | mechanisms
  *      |        /          /
- *     core/               this header: log, util, topo, jobs, store, numa
+ *     core/               this header: log, util, topo, jobs, store, numa;
+ *                         json.h: JSON through jansson
  *
  *     shared/   libc-only code compiled into both cosched and the SPANK
  *               plugin (the engine socket's protocol, OpenMP environment)
@@ -22,7 +23,8 @@
  * folders below it and its own, never one above.  struct cs_engine is
  * defined here, not in engine/, because every layer reads it (a backend its
  * ctl_state, the policy host the jobs and the topology); only engine/
- * drives it.  core/ may use libc, hwloc and nothing of cosched above it.
+ * drives it.  core/ may use libc, hwloc, jansson (json.h) and nothing of
+ * cosched above it.
  *
  * Lifecycle of one epoch:
  *
