@@ -350,11 +350,14 @@ EOF
     rec() { printf '{"job":"%s","step":0,"seq":0,"flags":1,"seconds":0.1,"counts":[%s]}' "$1" "$2"; }
 
     printf '%s\n%s\n' "$HDR" "$(rec spin '1,2,3,x,5,6,7')" > corrupt.jsonl
-    refused corrupt.jsonl "error: corrupt.jsonl:2: expected a string, a number or null, got 'x,5,6,7]}' (column"
+    # a syntax error: FILE:LINE:COL from jansson, the column that of the 'x'
+    refused corrupt.jsonl "error: corrupt.jsonl:2:72: not valid JSON: invalid token near 'x'"
     printf '%s\n%s' "$HDR" "$(rec spin '1,2,3,4,5,6,7')" > truncated.jsonl
     refused truncated.jsonl "error: truncated.jsonl:2: truncated line: expected it to end with a newline"
     printf '%s\n%s\n' "$HDR" '{"job":"spin","step":0,"seq":0,"flags":1,"seconds":0.1,"coun' > cut.jsonl
-    refused cut.jsonl "error: cut.jsonl:2: expected the closing '\"' of a string, got the end of the line"
+    refused cut.jsonl "error: cut.jsonl:2:60: not valid JSON: premature end of input near '\"coun'"
+    printf '%s\n%s\n' "$HDR" '{"job":"spin","step":0,"step":1,"seq":0,"flags":1,"seconds":0.1,"counts":[]}' > dup.jsonl
+    refused dup.jsonl "error: dup.jsonl:2:29: not valid JSON: duplicate object key near '\"step\"'"
     printf '%s\n' '{"format":"cosched-counters","version":1,"profile":"skylakeX","slots":["FIXC0","FIXC1"]}' > wrong.jsonl
     refused wrong.jsonl "error: wrong.jsonl:1: expected profile test-software (the one this run uses), got a recording made with profile skylakeX: give --profile skylakeX"
     printf '%s\n' '{"format":"cosched-counters","version":1,"profile":"test-software","slots":["SW0","SW1"]}' > slots.jsonl

@@ -140,7 +140,9 @@ PY
     head -c 100 "$f" > trunc && cat trunc > "$f"
     run_fixed
     [ "$status" -eq 0 ] || { echo "$output"; false; }
-    assert_contains "$output" "warning: profile store: $f: not valid JSON at byte"
+    # FILE:LINE:COL of the end of the 100 bytes kept (jansson's position), then what
+    want=$(python3 -c 'import sys; t = open(sys.argv[1]).read(); print("%d:%d" % (t.count("\n") + 1, len(t) - t.rfind("\n") - 1))' trunc)
+    assert_contains "$output" "warning: profile store: $f:$want: not valid JSON: "
     assert_contains "$output" "(truncated?); entry ignored"
     [ "$(echo "$output" | grep -c 'profile store:.*entry ignored')" -eq 1 ] || { echo "$output"; false; }
     [[ $output != *"stored: class="* ]] || { echo "$output"; false; }

@@ -13,6 +13,7 @@
 #include <string.h>
 #include "counters/counters.h"
 #include "cli/cli.h"
+#include "core/json.h"
 
 static int lint_files(char **files, int nfiles)
 {
@@ -144,50 +145,41 @@ int cs_cmd_profiles(int argc, char **argv)
     }
 
     if (json) {
-        printf("{\n  \"cpu\": ");
-        if (cpu.known) {
-            printf("{\"vendor\": ");
-            cs_json_str(stdout, cpu.vendor);
-            printf(", \"family\": %d, \"model\": %d, \"source\": \"%s\"},\n", cpu.family, cpu.model,
-                   have_cpuid ? "--cpuid" : "hwloc");
-        } else
-            printf("null,\n");
-        printf("  \"search_path\": [");
-        for (int i = 0; i < nsearch; i++) {
-            printf("%s", i ? ", " : "");
-            cs_json_str(stdout, search[i]);
-        }
-        printf("],\n  \"profiles\": [");
+        json_t *sp = json_array(), *profs = json_array();
+        for (int i = 0; i < nsearch; i++)
+            json_array_append_new(sp, cs_json_text(search[i]));
         for (int i = 0; i < n; i++) {
             const struct cs_profile *p = v[i].p;
-            printf("%s\n    {\"name\": ", i ? "," : "");
-            cs_json_str(stdout, v[i].name);
-            printf(", \"file\": ");
-            cs_json_str(stdout, v[i].path);
+            json_t *o = json_pack("{s:o, s:o}", "name", cs_json_text(v[i].name), "file", cs_json_text(v[i].path));
+            if (o == NULL)
+                continue;
             if (v[i].shadowed_by >= 0) {
-                printf(", \"status\": \"shadowed\", \"by\": ");
-                cs_json_str(stdout, v[v[i].shadowed_by].path);
-            } else if (p == NULL)
-                printf(", \"status\": \"broken\"");
-            else {
-                printf(", \"status\": \"ok\", \"description\": ");
-                cs_json_str(stdout, p->description);
-                printf(", \"vendor\": \"%s\", \"family\": %d, \"models\": [", cs_profile_vendor_name(p->vendor), p->family);
+                json_object_set_new(o, "status", json_string("shadowed"));
+                json_object_set_new(o, "by", cs_json_text(v[v[i].shadowed_by].path));
+            } else if (p == NULL) {
+                json_object_set_new(o, "status", json_string("broken"));
+            } else {
+                json_t *models = json_array();
                 for (int m = 0; m < p->nmodels; m++)
-                    printf("%s[%d, %d]", m ? ", " : "", p->models[m].lo, p->models[m].hi);
-                printf("], \"test\": %s, \"events\": %d, \"metrics\": %d", p->test ? "true" : "false", p->nevents,
-                       p->nmetrics);
+                    json_array_append_new(models, json_pack("[i, i]", p->models[m].lo, p->models[m].hi));
+                json_object_update(o, json_pack("{s:s, s:o, s:s, s:i, s:o, s:b, s:i, s:i}", "status", "ok",
+                                                "description", cs_json_text(p->description), "vendor",
+                                                cs_profile_vendor_name(p->vendor), "family", p->family, "models",
+                                                models, "test", p->test, "events", p->nevents, "metrics",
+                                                p->nmetrics));
             }
-            printf("}");
+            json_array_append_new(profs, o);
         }
-        printf("\n  ],\n  \"match\": ");
-        if (match >= 0)
-            cs_json_str(stdout, v[match].name);
-        else
-            printf("null");
-        printf(",\n  \"why\": ");
-        cs_json_str(stdout, match >= 0 ? "" : why);
-        printf("\n}\n");
+        cs_json_put(stdout,
+                    json_pack("{s:o, s:o, s:o, s:o, s:s}", "cpu",
+                              cpu.known ? json_pack("{s:o, s:i, s:i, s:s}", "vendor", cs_json_text(cpu.vendor),
+                                                    "family", cpu.family, "model", cpu.model, "source",
+                                                    have_cpuid ? "--cpuid" : "hwloc")
+                                        : json_null(),
+                              "search_path", sp, "profiles", profs, "match",
+                              match >= 0 ? cs_json_text(v[match].name) : json_null(), "why",
+                              match >= 0 ? "" : why),
+                    CS_JSON_PRETTY);
     } else {
         char arch[200];
         for (int i = 0; i < n; i++) {

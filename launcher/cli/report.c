@@ -136,17 +136,17 @@ static int job_index(const struct model *m, int id)
 }
 
 /* A number field; 0 and *out set, -1 (message) when absent or not a number. */
-static int num_field(const struct model *m, long line, const struct jv *o, const char *what, const char *key,
+static int num_field(const struct model *m, long line, const json_t *o, const char *what, const char *key,
                      double *out)
 {
-    const struct jv *v = cs_json_get(o, key);
-    if (!v || v->t != J_NUM)
+    const json_t *v = json_object_get(o, key);
+    if (!json_is_number(v))
         return rerr(m, line, "%s: expected \"%s\" to be a number (%s)", what, key, v ? "it is not" : "it is missing");
-    *out = v->num;
+    *out = json_number_value(v);
     return 0;
 }
 
-static int int_field(const struct model *m, long line, const struct jv *o, const char *what, const char *key,
+static int int_field(const struct model *m, long line, const json_t *o, const char *what, const char *key,
                      int *out)
 {
     double d = 0;
@@ -158,10 +158,10 @@ static int int_field(const struct model *m, long line, const struct jv *o, const
     return 0;
 }
 
-static const char *str_field(const struct jv *o, const char *key)
+static const char *str_field(const json_t *o, const char *key)
 {
-    const struct jv *v = cs_json_get(o, key);
-    return v && v->t == J_STR ? v->str : NULL;
+    const json_t *v = json_object_get(o, key);
+    return json_string_value(v);     /* NULL unless a string */
 }
 
 /* A cpu list of cpus 0..CS_REPORT_MAXCPU (one row each in the picture). */
@@ -203,15 +203,15 @@ static int cpu_list(const char *s, hwloc_bitmap_t b)
     return 0;
 }
 
-static int read_run(struct model *m, long line, const struct jv *o)
+static int read_run(struct model *m, long line, const json_t *o)
 {
     const char *p = str_field(o, "policy"), *c = str_field(o, "cpus");
-    const struct jv *v = cs_json_get(o, "version");
+    const json_t *v = json_object_get(o, "version");
     free(m->policy);
     m->policy = p ? strdup(p) : NULL;
-    m->version = v && v->t == J_NUM && v->num >= 0 && v->num < 1e6 ? (int)v->num : 2;
-    v = cs_json_get(o, "quantum");
-    m->quantum = v && v->t == J_NUM ? v->num : 0;
+    m->version = json_is_integer(v) && json_integer_value(v) >= 0 && json_integer_value(v) < 1000000 ? (int)json_integer_value(v) : 2;
+    v = json_object_get(o, "quantum");
+    m->quantum = json_is_number(v) ? json_number_value(v) : 0;
     if (c) {
         hwloc_bitmap_t b = hwloc_bitmap_alloc();
         if (cpu_list(c, b) < 0) {
@@ -224,7 +224,7 @@ static int read_run(struct model *m, long line, const struct jv *o)
     return 0;
 }
 
-static int read_job_event(struct model *m, long line, const struct jv *o)
+static int read_job_event(struct model *m, long line, const json_t *o)
 {
     const char *ev = str_field(o, "event");
     double t = 0;
@@ -236,14 +236,14 @@ static int read_job_event(struct model *m, long line, const struct jv *o)
     if (fabs(t) > 1e9)
         return rerr(m, line, "job: expected \"time\" in seconds since the run's start (at most 1e9)");
     struct rjob *j = job_of(m, id, str_field(o, "name"));
-    const struct jv *th = cs_json_get(o, "threads");
-    if (th && th->t == J_NUM && th->num >= 1 && th->num <= 1e6)
-        j->threads = (int)th->num;
+    const json_t *th = json_object_get(o, "threads");
+    if (json_is_number(th) && json_number_value(th) >= 1 && json_number_value(th) <= 1e6)
+        j->threads = (int)json_number_value(th);
     if (!strcmp(ev, "start")) {
         j->instances++;
     } else {
-        const struct jv *x = cs_json_get(o, "exit");
-        if (x && x->t == J_NUM && x->num == 0)
+        const json_t *x = json_object_get(o, "exit");
+        if (json_is_number(x) && json_number_value(x) == 0)
             j->completed++;
         else
             j->other_ends++;
@@ -253,11 +253,11 @@ static int read_job_event(struct model *m, long line, const struct jv *o)
     return 0;
 }
 
-static int read_step(struct model *m, long line, const struct jv *o)
+static int read_step(struct model *m, long line, const json_t *o)
 {
     struct rstep s = { 0 };
     double d = 0;
-    const struct jv *jobs = cs_json_get(o, "jobs"), *fb = cs_json_get(o, "fallback");
+    const json_t *jobs = json_object_get(o, "jobs"), *fb = json_object_get(o, "fallback");
 
     if (num_field(m, line, o, "step", "seq", &d) < 0)
         return -1;
@@ -276,16 +276,16 @@ static int read_step(struct model *m, long line, const struct jv *o)
                     s.seq);
     if (s.end < s.start)
         return rerr(m, line, "step %llu: expected \"end\" (%g) not before \"start\" (%g)", s.seq, s.end, s.start);
-    if (!jobs || jobs->t != J_ARR)
+    if (!json_is_array(jobs))
         return rerr(m, line, "step %llu: expected \"jobs\" to be a list of {\"id\", \"state\", \"cpus\", ...}", s.seq);
-    s.fallback = fb && fb->t == J_BOOL && fb->num;
-    s.jobs = calloc((size_t)jobs->n + 1, sizeof *s.jobs);
-    for (int k = 0; k < jobs->n; k++) {
-        const struct jv *x = jobs->items[k];
+    s.fallback = json_is_true(fb);
+    s.jobs = calloc(json_array_size(jobs) + 1, sizeof *s.jobs);
+    for (int k = 0; k < (int)json_array_size(jobs); k++) {
+        const json_t *x = json_array_get(jobs, (size_t)k);
         char what[64];
         int id;
         snprintf(what, sizeof what, "step %llu: jobs[%d]", s.seq, k);
-        if (x->t != J_OBJ) {
+        if (!json_is_object(x)) {
             rerr(m, line, "%s: expected an object {\"id\", \"state\", \"cpus\", ...}", what);
             goto bad;
         }
@@ -304,11 +304,11 @@ static int read_step(struct model *m, long line, const struct jv *o)
             goto bad;
         }
         struct rjob *j = job_of(m, id, str_field(x, "name"));
-        const struct jv *cpu_s = cs_json_get(x, "cpu_s"), *pol = cs_json_get(x, "policy");
-        if (cpu_s && cpu_s->t == J_NUM && cpu_s->num > 0)
-            j->cpu_s += cpu_s->num;
-        const struct jv *ch = cs_json_get(pol, "characterizing");
-        e->characterizing = ch && ch->t == J_BOOL && ch->num;
+        const json_t *cpu_s = json_object_get(x, "cpu_s"), *pol = json_object_get(x, "policy");
+        if (json_is_number(cpu_s) && json_number_value(cpu_s) > 0)
+            j->cpu_s += json_number_value(cpu_s);
+        const json_t *ch = json_object_get(pol, "characterizing");
+        e->characterizing = json_is_true(ch);
         e->job = id;
         e->ncpus = hwloc_bitmap_weight(e->cpus);
         e->state = !strcmp(state, "stuck") ? ST_STUCK : !strcmp(state, "frozen") ? ST_FROZEN : ST_RUN;
@@ -352,24 +352,22 @@ static int read_trace(struct model *m)
         }
         if (strspn(buf, " \t\r\n") == (size_t)len)
             continue;
-        const char *err;
-        size_t at;
-        struct jv *o = cs_json_parse(buf, &err, &at);
+        json_error_t jerr;
+        json_t *o = cs_json_parse(buf, (size_t)len, &jerr);
         if (!o) {
-            if (at > (size_t)len)
-                at = (size_t)len;
             if (!complete)
-                rc = rerr(m, line, "truncated line (%s at column %zu; the file ends inside a record: was the run "
-                                   "still writing it?)", err, at + 1);
+                rc = rerr(m, line, "truncated line (%s at column %d; the file ends inside a record: was the run "
+                                   "still writing it?)", jerr.text, jerr.column);
             else if (line == 1)
-                rc = rerr(m, line, "not a cosched trace: expected a JSON object per line (%s at column %zu)", err,
-                          at + 1);
+                rc = rerr(m, line, "not a cosched trace: expected a JSON object per line (%s at column %d)",
+                          jerr.text, jerr.column);
             else
-                rc = rerr(m, line, "expected a JSON object (a --trace record): %s at column %zu", err, at + 1);
+                rc = rerr(m, line, "expected a JSON object (a --trace record): %s at column %d", jerr.text,
+                          jerr.column);
             break;
         }
         const char *type = str_field(o, "type");
-        if (o->t != J_OBJ || !type)
+        if (!json_is_object(o) || !type)
             rc = rerr(m, line, "%sexpected an object with \"type\" (run, step, job or characterized)",
                       line == 1 ? "not a cosched trace: " : "");
         else if (!strcmp(type, "run"))
@@ -384,7 +382,7 @@ static int read_trace(struct model *m)
                 job_of(m, id, str_field(o, "name"))->characterized++;
         }
         /* another type: a newer trace's record, skipped */
-        cs_json_free(o);
+        json_decref(o);
     }
     if (rc == 0 && ferror(f))
         rc = rerr(m, 0, "read error: %s", strerror(errno));
@@ -786,34 +784,32 @@ static void html(FILE *f, const struct model *m)
 static void json_summary(FILE *f, const struct model *m)
 {
     char nb[32];
-    fprintf(f, "{\"trace\":");
-    cs_json_str(f, m->file);
-    fprintf(f, ",\"policy\":");
-    cs_json_str(f, m->policy);
-    fprintf(f, ",\"quantum\":");
-    m->quantum > 0 ? fprintf(f, "%g", m->quantum) : fprintf(f, "null");
     char *c = cs_bitmap_list(m->cpus);
-    fprintf(f, ",\"cpus\":\"%s\",\"start\":%.6f,\"end\":%.6f,\"duration\":%.6f,\"steps\":%d,\"epochs\":%llu,"
-               "\"fallback_steps\":%d,\"jobs\":[",
-            c, m->t0, m->t1, duration(m), m->nsteps, m->nepochs, m->nfallback);
-    free(c);
+    json_t *jobs = json_array();
     for (int r = 0; r < m->njobs; r++) {
         const struct rjob *j = &m->jobs[r];
-        fprintf(f, "%s{\"id\":%d,\"name\":", r ? "," : "", j->id);
-        cs_json_str(f, jname(j, nb, sizeof nb));
-        fprintf(f, ",\"threads\":");
-        j->threads ? fprintf(f, "%d", j->threads) : fprintf(f, "null");
-        fprintf(f, ",\"instances\":%d,\"completed\":%d,\"not_completed\":%d,\"throughput\":%.6g,\"cpu_s\":%.6f,"
-                   "\"characterized\":%d,\"seconds\":{",
-                j->instances, j->completed, j->other_ends, throughput(m, j), j->cpu_s, j->characterized);
-        for (int s = 0; s < NSTATES; s++)
-            fprintf(f, "%s\"%s\":%.6f", s ? "," : "", st_name[s], j->sec[s]);
-        fprintf(f, "},\"steps\":{");
-        for (int s = 0; s < NSTATES; s++)
-            fprintf(f, "%s\"%s\":%d", s ? "," : "", st_name[s], j->steps[s]);
-        fprintf(f, "}}");
+        json_t *sec = json_object(), *steps = json_object();
+        for (int s = 0; s < NSTATES; s++) {
+            json_object_set_new(sec, st_name[s], cs_json_fixed(j->sec[s], 6));
+            json_object_set_new(steps, st_name[s], json_integer(j->steps[s]));
+        }
+        json_array_append_new(jobs, json_pack("{s:i, s:o, s:o, s:i, s:i, s:i, s:o, s:o, s:i, s:o, s:o}", "id",
+                                              j->id, "name", cs_json_text(jname(j, nb, sizeof nb)), "threads",
+                                              j->threads ? json_integer(j->threads) : json_null(), "instances",
+                                              j->instances, "completed", j->completed, "not_completed",
+                                              j->other_ends, "throughput", cs_json_sig(throughput(m, j), 6), "cpu_s",
+                                              cs_json_fixed(j->cpu_s, 6), "characterized", j->characterized,
+                                              "seconds", sec, "steps", steps));
     }
-    fprintf(f, "]}\n");
+    cs_json_put(f,
+                json_pack("{s:o, s:o, s:o, s:s, s:o, s:o, s:o, s:i, s:I, s:i, s:o}", "trace", cs_json_text(m->file),
+                          "policy", cs_json_text(m->policy), "quantum",
+                          m->quantum > 0 ? cs_json_sig(m->quantum, 6) : json_null(), "cpus", c, "start",
+                          cs_json_fixed(m->t0, 6), "end", cs_json_fixed(m->t1, 6), "duration",
+                          cs_json_fixed(duration(m), 6), "steps", m->nsteps, "epochs", (json_int_t)m->nepochs,
+                          "fallback_steps", m->nfallback, "jobs", jobs),
+                0);
+    free(c);
 }
 
 static void csv_str(FILE *f, const char *s)

@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "cli/cli.h"
+#include "core/json.h"
 #include "engine/engine.h"
 #include "control/control.h"
 #include "counters/counters.h"
@@ -745,14 +746,6 @@ static void print_num(FILE *f, const char *label, double v, const char *unit)
         fprintf(f, "%-16s -  (not measured)\n", label);
 }
 
-static void json_num(FILE *f, const char *key, double v, const char *sep)
-{
-    if (isfinite(v))
-        fprintf(f, "\"%s\": %.17g%s", key, v, sep);
-    else
-        fprintf(f, "\"%s\": null%s", key, sep);
-}
-
 /* Print the result; the exit status of cosched classify. */
 static int classify_report(struct cs_engine *e, struct classify *cl, int status)
 {
@@ -784,40 +777,26 @@ static int classify_report(struct cs_engine *e, struct classify *cl, int status)
             snprintf(why, sizeof why, "%s", c);
     }
     if (cl->json) {
-        FILE *f = stdout;
-        fputs("{\"command\": [", f);
-        for (int i = 0; j->argv[i]; i++) {
-            fputs(i ? ", " : "", f);
-            cs_json_str(f, j->argv[i]);
-        }
-        fputs("], \"class\": ", f);
-        cs_json_str(f, cls);
-        fputs(", ", f);
-        json_num(f, "ipc_standalone", r->ipc_standalone, ", ");
-        json_num(f, "ipc_folded", r->ipc_folded, ", ");
-        json_num(f, "fp", r->fp, ", ");
-        json_num(f, "mpki", r->mpki, ", ");
-        fputs("\"bw\": {", f);
-        json_num(f, "l1", r->bw_l1, ", ");
-        json_num(f, "l2", r->bw_l2, ", ");
-        json_num(f, "llc", r->bw_llc, "}, ");
-        fprintf(f, "\"gang_only\": %s, ", r->gang_only ? "true" : "false");
-        fputs("\"cores_standalone\": ", f);
-        r->cores_standalone ? fprintf(f, "%d", r->cores_standalone) : fputs("null", f);
-        fputs(", \"cores_folded\": ", f);
-        r->cores_folded ? fprintf(f, "%d", r->cores_folded) : fputs("null", f);
-        fprintf(f, ", \"degraded\": %s, \"degraded_reason\": ", r->degraded ? "true" : "false");
-        cs_json_str(f, r->degraded ? why : NULL);
-        fputs(", \"counters\": ", f);
-        cs_json_str(f, cl->backend);
-        fputs(", \"profile\": ", f);
-        cs_json_str(f, cl->profile ? cl->profile->name : NULL);
-        fprintf(f, ", \"test_profile\": %s, \"stored\": ", cl->profile && cl->profile->test ? "true" : "false");
-        cs_json_str(f, r->written || cl->from_store ? file : NULL);
-        fprintf(f, ", \"from_store\": %s", cl->from_store ? "true" : "false");
-        if (cl->from_store)
-            fprintf(f, ", \"age\": %.0f", (double)time(NULL) - r->created);
-        fprintf(f, ", \"stopped\": %s}\n", stopped ? "true" : "false");
+        json_t *cmd = json_array(), *o;
+        for (int i = 0; j->argv[i]; i++)
+            json_array_append_new(cmd, cs_json_text(j->argv[i]));
+        o = json_pack("{s:o, s:s, s:o, s:o, s:o, s:o, s:{s:o, s:o, s:o}, s:b, s:o, s:o, s:b, s:o, s:o, s:o, s:b, "
+                      "s:o, s:b}",
+                      "command", cmd, "class", cls, "ipc_standalone", cs_json_exact(r->ipc_standalone), "ipc_folded",
+                      cs_json_exact(r->ipc_folded), "fp", cs_json_exact(r->fp), "mpki", cs_json_exact(r->mpki), "bw",
+                      "l1", cs_json_exact(r->bw_l1), "l2", cs_json_exact(r->bw_l2), "llc", cs_json_exact(r->bw_llc),
+                      "gang_only", r->gang_only, "cores_standalone",
+                      r->cores_standalone ? json_integer(r->cores_standalone) : json_null(), "cores_folded",
+                      r->cores_folded ? json_integer(r->cores_folded) : json_null(), "degraded", r->degraded,
+                      "degraded_reason", cs_json_text(r->degraded ? why : NULL), "counters",
+                      cs_json_text(cl->backend), "profile", cs_json_text(cl->profile ? cl->profile->name : NULL),
+                      "test_profile", cl->profile && cl->profile->test, "stored",
+                      cs_json_text(r->written || cl->from_store ? file : NULL), "from_store", cl->from_store);
+        if (o && cl->from_store)
+            json_object_set_new(o, "age", json_integer((json_int_t)((double)time(NULL) - r->created)));
+        if (o)
+            json_object_set_new(o, "stopped", json_boolean(stopped));
+        cs_json_put(stdout, o, CS_JSON_EXACT);
     } else if (nothing) {
         printf("class unknown: nothing could be counted (%s); give class= in job files\n", why);
     } else {

@@ -41,6 +41,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "cli/cli.h"
+#include "core/json.h"
 #include "engine/engine.h"
 #include "control/control.h"
 #include "counters/counters.h"
@@ -743,14 +744,6 @@ out:
 
 /* ---------------------------------------------------------------- output */
 
-static void json_num(FILE *f, double v)
-{
-    if (isfinite(v))
-        fprintf(f, "%.10g", v);
-    else
-        fputs("null", f);
-}
-
 int cs_cmd_simulate(int argc, char **argv)
 {
     struct option *lo = cs_opt_getopt(opts);
@@ -967,74 +960,57 @@ int cs_cmd_simulate(int argc, char **argv)
     }
 
     if (json) {
-        FILE *f = stdout;
-        fputs("{\"node\": ", f);
-        cs_json_str(f, node->name);
-        fputs(", \"apps\": ", f);
-        cs_json_str(f, apps->name);
-        fputs(", \"model\": ", f);
-        cs_json_str(f, model);
-        fprintf(f, ", \"seed\": %llu, \"window\": ", (unsigned long long)su.seed);
-        json_num(f, su.window);
-        fputs(", \"quantum\": ", f);
-        json_num(f, su.quantum);
-        fputs(",\n \"results\": [", f);
+        /* reals with 10 significant digits, as "%.10g" wrote them */
+        json_t *results = json_array();
         for (int k = 0; k < npols; k++) {
             struct result *r = &res[k];
-            fprintf(f, "%s\n  {\"policy\": ", k ? "," : "");
-            cs_json_str(f, r->policy);
-            fputs(", \"virtual_s\": ", f);
-            json_num(f, r->virtual_s);
-            fputs(", \"wall_s\": ", f);
-            json_num(f, r->wall_s);
-            fprintf(f, ", \"steps\": %llu, \"jobs\": [", r->steps);
+            json_t *jobs = json_array(), *o;
             for (int i = 0; i < su.n; i++) {
-                fprintf(f, "%s\n    {\"id\": %d, \"app\": ", i ? "," : "", i + 1);
-                cs_json_str(f, su.w[i].app->name);
-                fputs(", \"completions\": ", f);
-                json_num(f, r->completions[i]);
-                fputs(", \"throughput\": ", f);
-                json_num(f, r->virtual_s > 0 ? r->completions[i] / r->virtual_s : 0);
-                fputs(", \"cpu_s\": ", f);
-                json_num(f, r->cpu_s[i]);
-                if (r->cls[i])
-                    fprintf(f, ", \"class\": \"%c\"", r->cls[i]);
-                fputc('}', f);
+                json_t *jo = json_pack("{s:i, s:o, s:o, s:o, s:o}", "id", i + 1, "app",
+                                       cs_json_text(su.w[i].app->name), "completions",
+                                       cs_json_sig(r->completions[i], 10), "throughput",
+                                       cs_json_sig(r->virtual_s > 0 ? r->completions[i] / r->virtual_s : 0, 10),
+                                       "cpu_s", cs_json_sig(r->cpu_s[i], 10));
+                if (jo && r->cls[i])
+                    json_object_set_new(jo, "class", json_stringn(&r->cls[i], 1));
+                json_array_append_new(jobs, jo);
             }
-            fputs("]", f);
-            if (want_bound) {
-                fprintf(f, ", \"configurations\": %d, \"recorded_total\": ", r->ncfgs);
-                json_num(f, recorded_total(r, &bd));
+            o = json_pack("{s:o, s:o, s:o, s:I, s:o}", "policy", cs_json_text(r->policy), "virtual_s",
+                          cs_json_sig(r->virtual_s, 10), "wall_s", cs_json_sig(r->wall_s, 10), "steps",
+                          (json_int_t)r->steps, "jobs", jobs);
+            if (o && want_bound) {
+                json_object_set_new(o, "configurations", json_integer(r->ncfgs));
+                json_object_set_new(o, "recorded_total", cs_json_sig(recorded_total(r, &bd), 10));
             }
-            fputs("}", f);
+            json_array_append_new(results, o);
         }
-        fputs("]", f);
-        if (want_bound) {
-            fprintf(f, ",\n \"bound\": {\"configurations\": %d, \"recorded\": %d, \"standalone\": {", bd.ncols,
-                    bd.nrecorded);
+        json_t *doc = json_pack("{s:o, s:o, s:o, s:I, s:o, s:o, s:o}", "node", cs_json_text(node->name), "apps",
+                                cs_json_text(apps->name), "model", cs_json_text(model), "seed",
+                                (json_int_t)su.seed, "window", cs_json_sig(su.window, 10), "quantum",
+                                cs_json_sig(su.quantum, 10), "results", results);
+        if (doc && want_bound) {
+            json_t *st = json_object(), *b;
+            char key[16];
             for (int i = 0; i < su.n; i++) {
-                fprintf(f, "%s\"%d\": ", i ? ", " : "", i + 1);
-                json_num(f, bd.standalone[i]);
+                snprintf(key, sizeof key, "%d", i + 1);
+                json_object_set_new(st, key, cs_json_sig(bd.standalone[i], 10));
             }
-            fputs("}, \"floor\": ", f);
-            json_num(f, bd.floor);
-            for (int k = 0; k < 3; k++) {
-                fprintf(f, ",\n  \"%s\": {\"value\": ", lp_name[k]);
-                json_num(f, bd.lp[k].value);
-                fputs(", \"sum\": ", f);
-                json_num(f, bd.lp[k].sum);
-                fputs(", \"normalised\": {", f);
+            b = json_pack("{s:i, s:i, s:o, s:o}", "configurations", bd.ncols, "recorded", bd.nrecorded, "standalone",
+                          st, "floor", cs_json_sig(bd.floor, 10));
+            for (int k = 0; b && k < 3; k++) {
+                json_t *y = json_object();
                 for (int i = 0; i < su.n; i++) {
-                    fprintf(f, "%s\"%d\": ", i ? ", " : "", i + 1);
-                    json_num(f, bd.lp[k].y[i]);
+                    snprintf(key, sizeof key, "%d", i + 1);
+                    json_object_set_new(y, key, cs_json_sig(bd.lp[k].y[i], 10));
                 }
-                fputs("}, \"schedule\": ", f);
-                cs_json_str(f, bd.lp[k].schedule);
-                fputc('}', f);
+                json_object_set_new(b, lp_name[k],
+                                    json_pack("{s:o, s:o, s:o, s:o}", "value", cs_json_sig(bd.lp[k].value, 10), "sum",
+                                              cs_json_sig(bd.lp[k].sum, 10), "normalised", y, "schedule",
+                                              cs_json_text(bd.lp[k].schedule)));
             }
-            fputs("}", f);
+            json_object_set_new(doc, "bound", b);
         }
-        fputs("}\n", f);
+        cs_json_put(stdout, doc, 0);
     } else {
         printf("simulated node %s (%s), apps %s, model %s, seed %llu, quantum %g s, ", node->name, synth,
                apps->name, model, (unsigned long long)su.seed, su.quantum);

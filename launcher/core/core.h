@@ -13,7 +13,8 @@
  *      |        \          \
  *     policy/   counters/   control/     Lua host | counter backends | mechanisms
  *      |        /          /
- *     core/               this header: log, util, topo, jobs, store, numa
+ *     core/               this header: log, util, topo, jobs, store, numa;
+ *                         json.h: JSON through jansson
  *
  *     shared/   libc-only code compiled into both cosched and the SPANK
  *               plugin (the engine socket's protocol, OpenMP environment)
@@ -22,7 +23,8 @@
  * folders below it and its own, never one above.  struct cs_engine is
  * defined here, not in engine/, because every layer reads it (a backend its
  * ctl_state, the policy host the jobs and the topology); only engine/
- * drives it.  core/ may use libc, hwloc and nothing of cosched above it.
+ * drives it.  core/ may use libc, hwloc, jansson (json.h) and nothing of
+ * cosched above it.
  *
  * Lifecycle of one epoch:
  *
@@ -88,8 +90,6 @@ const char *cs_datadir(void);
  * nobody else may write them (a root-owned sticky directory is fine); -1
  * with why.  The node engine loads only such files (policies, modules). */
 int cs_path_trusted(const char *path, char *why, size_t len);
-/* s as a JSON string (quotes, escapes), or null when s is NULL. */
-void cs_json_str(FILE *f, const char *s);
 /* hwloc bitmap as a list string ("0-3,8"); caller frees. */
 char *cs_bitmap_list(hwloc_const_bitmap_t b);
 
@@ -206,7 +206,7 @@ struct cs_job {
     hwloc_bitmap_t allowed;
     int nofreeze;
     void *served;
-    char *policy_info;
+    struct json_t *policy_info;    /* jansson's json_t (core/json.h) */
 };
 
 /* Job file: see cosched(1) JOB FILES.  Returns number of jobs appended or -1

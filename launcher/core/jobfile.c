@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core/core.h"
+#include "core/json.h"
 
 static void free_words(char **w)
 {
@@ -117,7 +118,7 @@ void cs_job_free(struct cs_job *j)
         hwloc_bitmap_free(j->mems);
     if (j->allowed)
         hwloc_bitmap_free(j->allowed);
-    free(j->policy_info);
+    json_decref(j->policy_info);
     free(j);
 }
 

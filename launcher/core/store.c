@@ -156,232 +156,6 @@ static char *exe_identity(const char *path)
     return cs_strdup_printf("fnv1a64:%016llx", (unsigned long long)h);
 }
 
-/* ------------------------------------------------------- a little JSON */
-
-
-struct jp { const char *s, *p; const char *err; };
-
-static void jfree(struct jv *v)
-{
-    if (!v)
-        return;
-    for (int i = 0; i < v->n; i++) {
-        jfree(v->items[i]);
-        if (v->keys)
-            free(v->keys[i]);
-    }
-    free(v->items);
-    free(v->keys);
-    free(v->str);
-    free(v);
-}
-
-static void ws(struct jp *j)
-{
-    while (*j->p == ' ' || *j->p == '\t' || *j->p == '\n' || *j->p == '\r')
-        j->p++;
-}
-
-static char *jstring(struct jp *j)
-{
-    size_t cap = 32, n = 0;
-    char *o = malloc(cap);
-    j->p++;                        /* opening quote */
-    for (;;) {
-        unsigned char c = (unsigned char)*j->p++;
-        if (n + 8 > cap)
-            o = realloc(o, cap *= 2);
-        if (c == '"')
-            break;
-        if (c == 0 || c < 0x20) {
-            j->err = c ? "control character in a string" : "unterminated string (truncated?)";
-            free(o);
-            return NULL;
-        }
-        if (c != '\\') {
-            o[n++] = (char)c;
-            continue;
-        }
-        c = (unsigned char)*j->p++;
-        switch (c) {
-        case '"': case '\\': case '/': o[n++] = (char)c; break;
-        case 'b': o[n++] = '\b'; break;
-        case 'f': o[n++] = '\f'; break;
-        case 'n': o[n++] = '\n'; break;
-        case 'r': o[n++] = '\r'; break;
-        case 't': o[n++] = '\t'; break;
-        case 'u': {
-            unsigned v = 0;
-            for (int i = 0; i < 4; i++) {
-                int d = *j->p++;
-                if (!isxdigit(d)) {
-                    j->err = "bad \\u escape";
-                    free(o);
-                    return NULL;
-                }
-                v = v * 16 + (unsigned)(isdigit(d) ? d - '0' : tolower(d) - 'a' + 10);
-            }
-            if (v < 0x80) {
-                o[n++] = (char)v;
-            } else if (v < 0x800) {
-                o[n++] = (char)(0xc0 | v >> 6);
-                o[n++] = (char)(0x80 | (v & 0x3f));
-            } else {
-                o[n++] = (char)(0xe0 | v >> 12);
-                o[n++] = (char)(0x80 | ((v >> 6) & 0x3f));
-                o[n++] = (char)(0x80 | (v & 0x3f));
-            }
-            break;
-        }
-        default:
-            j->err = c ? "bad escape in a string" : "unterminated string (truncated?)";
-            free(o);
-            return NULL;
-        }
-    }
-    o[n] = 0;
-    return o;
-}
-
-static struct jv *jvalue(struct jp *j, int depth)
-{
-    struct jv *v = calloc(1, sizeof *v);
-    ws(j);
-    if (depth > 8) {
-        j->err = "nested too deeply";
-        goto bad;
-    }
-    char c = *j->p;
-    if (c == '{' || c == '[') {
-        char close = c == '{' ? '}' : ']';
-        v->t = c == '{' ? J_OBJ : J_ARR;
-        j->p++;
-        ws(j);
-        if (*j->p == close) {
-            j->p++;
-            return v;
-        }
-        for (;;) {
-            char *key = NULL;
-            ws(j);
-            if (v->t == J_OBJ) {
-                if (*j->p != '"') {
-                    j->err = *j->p ? "expected a \"key\"" : "unexpected end (truncated?)";
-                    goto bad;
-                }
-                if (!(key = jstring(j)))
-                    goto bad;
-                ws(j);
-                if (*j->p != ':') {
-                    free(key);
-                    j->err = *j->p ? "expected ':'" : "unexpected end (truncated?)";
-                    goto bad;
-                }
-                j->p++;
-            }
-            struct jv *it = jvalue(j, depth + 1);
-            if (!it) {
-                free(key);
-                goto bad;
-            }
-            v->items = realloc(v->items, (size_t)(v->n + 1) * sizeof *v->items);
-            if (v->t == J_OBJ)
-                v->keys = realloc(v->keys, (size_t)(v->n + 1) * sizeof *v->keys), v->keys[v->n] = key;
-            v->items[v->n++] = it;
-            ws(j);
-            if (*j->p == ',') {
-                j->p++;
-                continue;
-            }
-            if (*j->p == close) {
-                j->p++;
-                return v;
-            }
-            j->err = *j->p ? "expected ',' or a closing bracket" : "unexpected end (truncated?)";
-            goto bad;
-        }
-    }
-    if (c == '"') {
-        v->t = J_STR;
-        if (!(v->str = jstring(j)))
-            goto bad;
-        return v;
-    }
-    if (!strncmp(j->p, "true", 4) || !strncmp(j->p, "false", 5)) {
-        v->t = J_BOOL;
-        v->num = c == 't';
-        j->p += c == 't' ? 4 : 5;
-        return v;
-    }
-    if (!strncmp(j->p, "null", 4)) {
-        j->p += 4;
-        return v;
-    }
-    if (c == '-' || isdigit((unsigned char)c)) {
-        char *end;
-        v->t = J_NUM;
-        v->num = strtod(j->p, &end);
-        if (end == j->p || !isfinite(v->num)) {
-            j->err = "bad number";
-            goto bad;
-        }
-        j->p = end;
-        return v;
-    }
-    j->err = c ? "unexpected character" : "unexpected end (truncated?)";
-bad:
-    jfree(v);
-    return NULL;
-}
-
-static struct jv *jget(const struct jv *o, const char *k)
-{
-    if (!o || o->t != J_OBJ)
-        return NULL;
-    for (int i = 0; i < o->n; i++)
-        if (!strcmp(o->keys[i], k))
-            return o->items[i];
-    return NULL;
-}
-
-/* json.h: the parser above for other readers (`cosched report`) */
-struct jv *cs_json_parse(const char *text, const char **err, size_t *at)
-{
-    struct jp j = { text, text, NULL };
-    struct jv *v = jvalue(&j, 0);
-    if (v) {
-        ws(&j);
-        if (*j.p) {
-            j.err = "text after the value";
-            jfree(v);
-            v = NULL;
-        }
-    }
-    if (!v) {
-        *err = j.err ? j.err : "not JSON";
-        *at = (size_t)(j.p - text);
-    }
-    return v;
-}
-
-const struct jv *cs_json_get(const struct jv *o, const char *key)
-{
-    return jget(o, key);
-}
-
-void cs_json_free(struct jv *v)
-{
-    jfree(v);
-}
-
-static void jnum(FILE *f, double v)
-{
-    if (isfinite(v))
-        fprintf(f, "%.17g", v);
-    else
-        fputs("null", f);
-}
-
 /* --------------------------------------------------------------- store */
 
 static char *default_dir(void)
@@ -461,7 +235,8 @@ static void warn_once(struct cs_store *s, const char *file, const char *what)
             return;
     s->warned = realloc(s->warned, (size_t)(s->nwarned + 1) * sizeof *s->warned);
     s->warned[s->nwarned++] = strdup(file);
-    cs_warn("profile store: %s: %s; entry ignored", file, what);
+    /* "LINE:COL: ..." (a syntax error) is appended as FILE:LINE:COL: ... */
+    cs_warn("profile store: %s:%s%s; entry ignored", file, isdigit((unsigned char)what[0]) ? "" : " ", what);
 }
 
 static void key_free(struct cs_store_key *k)
@@ -509,27 +284,29 @@ static uint64_t key_hash(const struct cs_store *s, const struct cs_store_key *k)
     return h;
 }
 
-static int is_str(const struct jv *v, const char *want)
+static int is_str(const json_t *v, const char *want)
 {
-    return v && v->t == J_STR && !strcmp(v->str, want);
+    return json_is_string(v) && !strcmp(json_string_value(v), want);
 }
 
 /* The file's key matches ours. */
-static int key_matches(const struct cs_store *s, const struct cs_store_key *k, const struct jv *key)
+static int key_matches(const struct cs_store *s, const struct cs_store_key *k, const json_t *key)
 {
-    const struct jv *a = jget(key, "args"), *cpu = jget(key, "cpu"), *th = jget(key, "threads");
-    if (!is_str(jget(key, "exe"), k->exe) || !is_str(jget(key, "exe_id"), k->exe_id) || !a ||
-        a->t != J_ARR || a->n != k->nargs || !th || th->t != J_NUM || th->num != k->threads)
+    const json_t *a = json_object_get(key, "args"), *cpu = json_object_get(key, "cpu"),
+                 *th = json_object_get(key, "threads");
+    if (!is_str(json_object_get(key, "exe"), k->exe) || !is_str(json_object_get(key, "exe_id"), k->exe_id) ||
+        !json_is_array(a) || json_array_size(a) != (size_t)k->nargs || !json_is_integer(th) ||
+        json_integer_value(th) != k->threads)
         return 0;
     for (int i = 0; i < k->nargs; i++)
-        if (!is_str(a->items[i], k->args[i]))
+        if (!is_str(json_array_get(a, (size_t)i), k->args[i]))
             return 0;
-    return is_str(jget(cpu, "vendor"), s->vendor) && is_str(jget(cpu, "family"), s->family) &&
-           is_str(jget(cpu, "model"), s->model) && is_str(jget(cpu, "name"), s->name);
+    return is_str(json_object_get(cpu, "vendor"), s->vendor) && is_str(json_object_get(cpu, "family"), s->family) &&
+           is_str(json_object_get(cpu, "model"), s->model) && is_str(json_object_get(cpu, "name"), s->name);
 }
 
 /* Fill r from the parsed entry; NULL, or what is wrong. */
-static const char *entry_fields(const struct jv *o, struct cs_stored *r)
+static const char *entry_fields(const json_t *o, struct cs_stored *r)
 {
     static char why[128];
     static const struct { const char *name; size_t off; int nonneg; } nums[] = {
@@ -541,48 +318,48 @@ static const char *entry_fields(const struct jv *o, struct cs_stored *r)
         { "bw_l2", offsetof(struct cs_stored, bw_l2), 1 },
         { "bw_llc", offsetof(struct cs_stored, bw_llc), 1 },
     };
-    const struct jv *v;
+    const json_t *v;
 
-    v = jget(o, "class");
+    v = json_object_get(o, "class");
     if (!v)
         return "no field 'class'";
-    if (v->t != J_STR || strlen(v->str) != 1 || !strchr("SCN", v->str[0]))
+    if (!json_is_string(v) || json_string_length(v) != 1 || !strchr("SCN", json_string_value(v)[0]))
         return "field 'class' must be \"S\", \"C\" or \"N\"";
-    r->cls = v->str[0];
+    r->cls = json_string_value(v)[0];
     for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) {
         double *d = (double *)((char *)r + nums[i].off);
-        v = jget(o, nums[i].name);
+        v = json_object_get(o, nums[i].name);
         *d = NAN;
-        if (!v || v->t == J_NULL)
+        if (!v || json_is_null(v))
             continue;
-        if (v->t != J_NUM || (nums[i].nonneg && v->num < 0)) {
+        if (!json_is_number(v) || (nums[i].nonneg && json_number_value(v) < 0)) {
             snprintf(why, sizeof why, "field '%s' must be a %snumber or null", nums[i].name,
                      nums[i].nonneg ? "non-negative " : "");
             return why;
         }
-        *d = v->num;
+        *d = json_number_value(v);
     }
-    v = jget(o, "gang_only");
-    if (!v || v->t != J_BOOL)
+    v = json_object_get(o, "gang_only");
+    if (!json_is_boolean(v))
         return "field 'gang_only' must be true or false";
-    r->gang_only = v->num != 0;
+    r->gang_only = json_is_true(v);
     const char *cores[2] = { "cores_standalone", "cores_folded" };
     int *cv[2] = { &r->cores_standalone, &r->cores_folded };
     for (int i = 0; i < 2; i++) {
-        v = jget(o, cores[i]);
+        v = json_object_get(o, cores[i]);
         *cv[i] = 0;
-        if (!v || v->t == J_NULL)
+        if (!v || json_is_null(v))
             continue;
-        if (v->t != J_NUM || v->num < 1 || v->num > 1e6 || v->num != floor(v->num)) {
+        if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > 1000000) {
             snprintf(why, sizeof why, "field '%s' must be an integer >= 1 or null", cores[i]);
             return why;
         }
-        *cv[i] = (int)v->num;
+        *cv[i] = (int)json_integer_value(v);
     }
-    v = jget(o, "created");
-    if (!v || v->t != J_NUM)
+    v = json_object_get(o, "created");
+    if (!json_is_number(v))
         return "field 'created' (Unix time) is missing or not a number";
-    r->created = v->num;
+    r->created = json_number_value(v);
     return NULL;
 }
 
@@ -592,7 +369,8 @@ static int lookup(struct cs_store *s, const struct cs_store_key *k, struct cs_st
 {
     char *buf = malloc(ENTRY_MAX + 1);
     const char *what = NULL;
-    struct jv *o = NULL;
+    json_t *o = NULL;
+    json_error_t jerr;
     int fd, found = 0;
     ssize_t n = 0, m;
 
@@ -607,28 +385,27 @@ static int lookup(struct cs_store *s, const struct cs_store_key *k, struct cs_st
         n += m;
     close(fd);
     buf[n] = 0;
-    struct jp jp = { buf, buf, NULL };
     if (n >= ENTRY_MAX) {
         what = "larger than 64 KiB, not an entry";
     } else if (n == 0) {
         what = "empty file";
     } else if (strlen(buf) != (size_t)n) {
         what = "holds a NUL byte";
-    } else if (!(o = jvalue(&jp, 0))) {
-        static char why[128];
-        snprintf(why, sizeof why, "not valid JSON at byte %ld: %s", (long)(jp.p - buf), jp.err);
+    } else if (!(o = cs_json_parse(buf, (size_t)n, &jerr))) {
+        static char why[JSON_ERROR_TEXT_LENGTH + 64];
+        snprintf(why, sizeof why, "%d:%d: not valid JSON: %s%s", jerr.line, jerr.column, jerr.text,
+                 jerr.position >= n ? " (truncated?)" : "");
         what = why;
-    } else if (ws(&jp), *jp.p) {
-        what = "text after the JSON object";
-    } else if (o->t != J_OBJ) {
+    } else if (!json_is_object(o)) {
         what = "not a JSON object";
-    } else if (!is_str(jget(o, "format"), FORMAT)) {
+    } else if (!is_str(json_object_get(o, "format"), FORMAT)) {
         what = "no \"format\": \"" FORMAT "\"";
-    } else if (!jget(o, "version") || jget(o, "version")->t != J_NUM || jget(o, "version")->num != 1) {
+    } else if (!json_is_integer(json_object_get(o, "version")) ||
+               json_integer_value(json_object_get(o, "version")) != 1) {
         what = "unknown \"version\" (this cosched reads version 1)";
-    } else if (!jget(o, "key") || jget(o, "key")->t != J_OBJ) {
+    } else if (!json_is_object(json_object_get(o, "key"))) {
         what = "no \"key\" object";
-    } else if (!key_matches(s, k, jget(o, "key"))) {
+    } else if (!key_matches(s, k, json_object_get(o, "key"))) {
         cs_debug("profile store: %s holds another key (hash collision); not used", k->file);
     } else if (!(what = entry_fields(o, r))) {
         double age = (double)time(NULL) - r->created;
@@ -640,7 +417,7 @@ static int lookup(struct cs_store *s, const struct cs_store_key *k, struct cs_st
     }
     if (what)
         warn_once(s, k->file, what);
-    jfree(o);
+    json_decref(o);
     free(buf);
     return found;
 }
@@ -707,43 +484,37 @@ static int mkdir_p(const char *dir)
     return 0;
 }
 
-static void write_entry(FILE *f, const struct cs_store *s, const struct cs_store_key *k, const struct cs_stored *r)
+/* The entry as an indented JSON document (keys in this order, reals with 17
+ * digits: they read back bit-identical); 0 or -1. */
+static int write_entry(FILE *f, const struct cs_store *s, const struct cs_store_key *k, const struct cs_stored *r)
 {
-    fprintf(f, "{\n  \"format\": \"%s\",\n  \"version\": 1,\n  \"key\": {\n    \"exe\": ", FORMAT);
-    cs_json_str(f, k->exe);
-    fprintf(f, ",\n    \"exe_id\": ");
-    cs_json_str(f, k->exe_id);
-    fprintf(f, ",\n    \"args\": [");
-    for (int i = 0; i < k->nargs; i++) {
-        fputs(i ? ", " : "", f);
-        cs_json_str(f, k->args[i]);
+    json_t *args = json_array(), *o;
+    char cls[2] = { r->cls, 0 };
+    int rc;
+
+    for (int i = 0; i < k->nargs; i++)
+        json_array_append_new(args, cs_json_text(k->args[i]));
+    o = json_pack("{s:s, s:i, s:{s:o, s:o, s:o, s:i, s:{s:o, s:o, s:o, s:o}}, s:s, s:o, s:o, s:o, s:o, s:o, s:o, "
+                  "s:o, s:b, s:o, s:o, s:I, s:s}",
+                  "format", FORMAT, "version", 1, "key", "exe", cs_json_text(k->exe), "exe_id",
+                  cs_json_text(k->exe_id), "args", args, "threads", k->threads, "cpu", "vendor",
+                  cs_json_text(s->vendor), "family", cs_json_text(s->family), "model", cs_json_text(s->model),
+                  "name", cs_json_text(s->name), "class", cls, "ipc_standalone", cs_json_exact(r->ipc_standalone),
+                  "ipc_folded", cs_json_exact(r->ipc_folded), "fp", cs_json_exact(r->fp), "mpki",
+                  cs_json_exact(r->mpki), "bw_l1", cs_json_exact(r->bw_l1), "bw_l2", cs_json_exact(r->bw_l2),
+                  "bw_llc", cs_json_exact(r->bw_llc), "gang_only", r->gang_only, "cores_standalone",
+                  r->cores_standalone ? json_integer(r->cores_standalone) : json_null(), "cores_folded",
+                  r->cores_folded ? json_integer(r->cores_folded) : json_null(), "created",
+                  (json_int_t)r->created, "cosched", PACKAGE_VERSION);
+    if (o == NULL) {
+        errno = ENOMEM;
+        return -1;
     }
-    fprintf(f, "],\n    \"threads\": %d,\n    \"cpu\": { \"vendor\": ", k->threads);
-    cs_json_str(f, s->vendor);
-    fputs(", \"family\": ", f);
-    cs_json_str(f, s->family);
-    fputs(", \"model\": ", f);
-    cs_json_str(f, s->model);
-    fputs(", \"name\": ", f);
-    cs_json_str(f, s->name);
-    fprintf(f, " }\n  },\n  \"class\": \"%c\",\n", r->cls);
-    const char *names[7] = { "ipc_standalone", "ipc_folded", "fp", "mpki", "bw_l1", "bw_l2", "bw_llc" };
-    double vals[7] = { r->ipc_standalone, r->ipc_folded, r->fp, r->mpki, r->bw_l1, r->bw_l2, r->bw_llc };
-    for (int i = 0; i < 7; i++) {
-        fprintf(f, "  \"%s\": ", names[i]);
-        jnum(f, vals[i]);
-        fputs(",\n", f);
-    }
-    fprintf(f, "  \"gang_only\": %s,\n", r->gang_only ? "true" : "false");
-    if (r->cores_standalone)
-        fprintf(f, "  \"cores_standalone\": %d,\n", r->cores_standalone);
-    else
-        fputs("  \"cores_standalone\": null,\n", f);
-    if (r->cores_folded)
-        fprintf(f, "  \"cores_folded\": %d,\n", r->cores_folded);
-    else
-        fputs("  \"cores_folded\": null,\n", f);
-    fprintf(f, "  \"created\": %.0f,\n  \"cosched\": \"%s\"\n}\n", r->created, PACKAGE_VERSION);
+    rc = json_dumpf(o, f, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
+    json_decref(o);
+    if (rc < 0 || fputc('\n', f) == EOF)
+        return -1;
+    return 0;
 }
 
 int cs_store_result(struct cs_store *s, struct cs_job *j, const struct cs_stored *r)
@@ -772,8 +543,7 @@ int cs_store_result(struct cs_store *s, struct cs_job *j, const struct cs_stored
     if ((fd = mkostemp(tmp, O_CLOEXEC)) < 0 || fchmod(fd, 0644) < 0 || !(f = fdopen(fd, "w")))
         goto fail;
     fd = -1;
-    write_entry(f, s, j->store_key, j->result);
-    if (fflush(f) != 0 || fsync(fileno(f)) < 0)
+    if (write_entry(f, s, j->store_key, j->result) < 0 || fflush(f) != 0 || fsync(fileno(f)) < 0)
         goto fail;
     if (fclose(f) != 0) {
         f = NULL;
@@ -804,9 +574,10 @@ void cs_job_characterized(struct cs_engine *e, struct cs_job *j, const struct cs
         j->characterized++;
     if (e->trace == NULL)
         return;
-    fprintf(e->trace, "{\"type\":\"characterized\",\"time\":%.6f,\"id\":%d,\"name\":", cs_now() - e->t0, j->id);
-    cs_json_str(e->trace, j->name);
-    fprintf(e->trace, ",\"class\":\"%c\",\"degraded\":%s,\"count\":%d}\n", r->cls ? r->cls : '?',
-            r->degraded ? "true" : "false", j->characterized);
-    fflush(e->trace);
+    char cls[2] = { r->cls ? r->cls : '?', 0 };
+    cs_json_put(e->trace,
+                json_pack("{s:s, s:o, s:i, s:o, s:s, s:b, s:i}", "type", "characterized", "time",
+                          cs_json_fixed(cs_now() - e->t0, 6), "id", j->id, "name", cs_json_text(j->name), "class",
+                          cls, "degraded", r->degraded, "count", j->characterized),
+                0);
 }

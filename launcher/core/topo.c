@@ -16,6 +16,7 @@
 #include <string.h>
 #include <strings.h>
 #include "core/core.h"
+#include "core/json.h"
 
 static int find_llc_depth(hwloc_topology_t h)
 {
@@ -256,21 +257,21 @@ static void print_size(FILE *f, uint64_t b)
         fprintf(f, "size unknown");
 }
 
-static void json_domains(FILE *f, const char *key, const struct cs_domain *d, int n,
-                         hwloc_const_bitmap_t m)
+static json_t *json_domains(const struct cs_domain *d, int n, hwloc_const_bitmap_t m)
 {
-    fprintf(f, "  \"%s\": [", key);
+    json_t *a = json_array();
     for (int i = 0; i < n; i++) {
         hwloc_bitmap_t c = hwloc_bitmap_alloc();
         char *s;
         hwloc_bitmap_and(c, d[i].cpus, m);
         s = cs_bitmap_list(c);
-        fprintf(f, "%s\n    {\"index\": %d, \"os_index\": %d, \"level\": %d, \"size\": %llu, \"cpus\": \"%s\"}",
-                i ? "," : "", d[i].index, d[i].os_index, d[i].depth, (unsigned long long)d[i].size, s);
+        json_array_append_new(a, json_pack("{s:i, s:i, s:i, s:I, s:s}", "index", d[i].index, "os_index",
+                                           d[i].os_index, "level", d[i].depth, "size", (json_int_t)d[i].size,
+                                           "cpus", s));
         free(s);
         hwloc_bitmap_free(c);
     }
-    fprintf(f, "\n  ]");
+    return a;
 }
 
 void cs_topo_print(const struct cs_topo *t, hwloc_const_bitmap_t managed, FILE *f, int json)
@@ -284,23 +285,21 @@ void cs_topo_print(const struct cs_topo *t, hwloc_const_bitmap_t managed, FILE *
             nmanaged++;
 
     if (json) {
-        fprintf(f, "{\n  \"source\": \"%s\",\n  \"packages\": %d,\n  \"cores\": %d,\n  \"pus\": %d,\n"
-                   "  \"managed_cpus\": \"%s\",\n  \"managed_cores\": %d,\n",
-                t->source, t->npackages, t->ncores, t->npus, ms, nmanaged);
-        fprintf(f, "  \"core_list\": [");
-        for (int i = 0, first = 1; i < t->ncores; i++) {
+        json_t *cores = json_array();
+        for (int i = 0; i < t->ncores; i++) {
             char *p = cs_bitmap_list(t->cores[i].pus);
-            fprintf(f, "%s\n    {\"index\": %d, \"pus\": \"%s\", \"llc\": %d, \"numa\": %d, \"package\": %d, \"managed\": %s}",
-                    first ? "" : ",", i, p, t->cores[i].llc, t->cores[i].numa, t->cores[i].package,
-                    hwloc_bitmap_intersects(t->cores[i].pus, m) ? "true" : "false");
-            first = 0;
+            json_array_append_new(cores, json_pack("{s:i, s:s, s:i, s:i, s:i, s:b}", "index", i, "pus", p, "llc",
+                                                   t->cores[i].llc, "numa", t->cores[i].numa, "package",
+                                                   t->cores[i].package,
+                                                   "managed", hwloc_bitmap_intersects(t->cores[i].pus, m)));
             free(p);
         }
-        fprintf(f, "\n  ],\n");
-        json_domains(f, "llc_domains", t->llcs, t->nllcs, m);
-        fprintf(f, ",\n");
-        json_domains(f, "numa_nodes", t->numas, t->nnumas, m);
-        fprintf(f, "\n}\n");
+        cs_json_put(f,
+                    json_pack("{s:o, s:i, s:i, s:i, s:s, s:i, s:o, s:o, s:o}", "source", cs_json_text(t->source),
+                              "packages", t->npackages, "cores", t->ncores, "pus", t->npus, "managed_cpus", ms,
+                              "managed_cores", nmanaged, "core_list", cores, "llc_domains",
+                              json_domains(t->llcs, t->nllcs, m), "numa_nodes", json_domains(t->numas, t->nnumas, m)),
+                    CS_JSON_PRETTY);
         free(ms);
         return;
     }

@@ -177,26 +177,6 @@ int cs_path_trusted(const char *path, char *why, size_t len)
     }
 }
 
-/* see core/core.h */
-void cs_json_str(FILE *f, const char *s)
-{
-    if (!s) {
-        fputs("null", f);
-        return;
-    }
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            fprintf(f, "\\%c", c);
-        else if (c < 0x20)
-            fprintf(f, "\\u%04x", c);
-        else
-            fputc(c, f);
-    }
-    fputc('"', f);
-}
-
 /* fopen(path, "we") for the files cosched writes where its user points it
  * (trace, recordings): never through a symbolic link, which somebody else
  * may have planted in a shared directory (errno ELOOP then). */

@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "counters/counters.h"
+#include "core/json.h"
 
 
 /* ------------------------------------------------------------ none */
@@ -197,16 +198,6 @@ static struct {
     int failed;
 } rec;
 
-/* A double that reads back bit-identical; null for NaN (and inf, never written
- * by a backend). */
-static void put_json_number(FILE *f, double v)
-{
-    if (isfinite(v))
-        fprintf(f, "%.17g", v);
-    else
-        fputs("null", f);
-}
-
 int cs_counters_record_open(const char *path, const struct cs_profile *p)
 {
     if (rec.f) {
@@ -220,16 +211,13 @@ int cs_counters_record_open(const char *path, const struct cs_profile *p)
     rec.path = strdup(path);
     rec.nslots = p->nevents;
     rec.failed = 0;
-    fprintf(rec.f, "{\"format\":\"cosched-counters\",\"version\":1,\"profile\":");
-    cs_json_str(rec.f, p->name);
-    fprintf(rec.f, ",\"slots\":[");
-    for (int i = 0; i < p->nevents; i++) {
-        if (i)
-            fputc(',', rec.f);
-        cs_json_str(rec.f, p->events[i].slot);
-    }
-    fprintf(rec.f, "]}\n");
-    if (fflush(rec.f) != 0) {
+    json_t *slots = json_array();
+    for (int i = 0; i < p->nevents; i++)
+        json_array_append_new(slots, cs_json_text(p->events[i].slot));
+    if (cs_json_put(rec.f,
+                    json_pack("{s:s, s:i, s:o, s:o}", "format", "cosched-counters", "version", 1, "profile",
+                              cs_json_text(p->name), "slots", slots),
+                    CS_JSON_EXACT) < 0) {
         cs_err("--record-counters %s: cannot write: %s", path, strerror(errno));
         cs_counters_record_close();
         return -1;
@@ -243,21 +231,16 @@ void cs_counters_record(const struct cs_engine *e, const struct cs_job *j, uint6
 
     if (rec.f == NULL || rec.failed)
         return;
-    fputs("{\"job\":", rec.f);
-    cs_json_str(rec.f, j->name);
-    fprintf(rec.f, ",\"step\":%llu,\"seq\":%llu,\"flags\":%d,\"seconds\":", (unsigned long long)step,
-            (unsigned long long)e->step_seq, c->flags);
-    put_json_number(rec.f, valid ? c->seconds : 0.0);
-    fputs(",\"counts\":[", rec.f);
-    for (int i = 0; i < rec.nslots; i++) {
-        if (i)
-            fputc(',', rec.f);
-        /* a failed read may leave n short: those slots were not counted */
-        put_json_number(rec.f, valid && i < c->n && i < CS_COUNTS_MAX ? c->v[i] : NAN);
-    }
-    fputs("]}\n", rec.f);
+    json_t *counts = json_array();
+    /* a failed read may leave n short: those slots were not counted */
+    for (int i = 0; i < rec.nslots; i++)
+        json_array_append_new(counts, cs_json_exact(valid && i < c->n && i < CS_COUNTS_MAX ? c->v[i] : NAN));
     /* one line per write: a recording cut short by a crash ends with whole lines */
-    if (fflush(rec.f) != 0) {
+    if (cs_json_put(rec.f,
+                    json_pack("{s:o, s:I, s:I, s:i, s:o, s:o}", "job", cs_json_text(j->name), "step",
+                              (json_int_t)step, "seq", (json_int_t)e->step_seq, "flags", c->flags, "seconds",
+                              cs_json_exact(valid ? c->seconds : 0.0), "counts", counts),
+                    CS_JSON_EXACT) < 0) {
         cs_warn("--record-counters %s: cannot write (%s); recording stops here", rec.path, strerror(errno));
         rec.failed = 1;
     }

@@ -50,6 +50,7 @@
 #include "counters/counters.h"
 #include "policy/policy.h"
 #include "shared/ompinject.h"
+#include "core/json.h"
 
 /* The run's host (engine.h, struct cs_host_ops): a model in virtual time, or
  * jobs that register from outside; neither for `cosched run`. */
@@ -156,22 +157,22 @@ static int nlive(const struct cs_engine *e)
 
 static void trace_job_event(struct cs_engine *e, struct cs_job *j, const char *ev, int status)
 {
+    json_t *o;
+
     if (e->trace == NULL)
         return;
-    fprintf(e->trace, "{\"type\":\"job\",\"event\":\"%s\",\"time\":%.6f,\"id\":%d,\"name\":", ev, cs_now() - e->t0,
-            j->id);
-    cs_json_str(e->trace, j->name);
-    fprintf(e->trace, ",\"instance\":%d,\"threads\":%d", j->runs_started, j->threads);
-    if (j->pid > 0)
-        fprintf(e->trace, ",\"pid\":%d", (int)j->pid);
-    if (strcmp(ev, "end") == 0) {
+    o = json_pack("{s:s, s:s, s:o, s:i, s:o, s:i, s:i}", "type", "job", "event", ev, "time",
+                  cs_json_fixed(cs_now() - e->t0, 6), "id", j->id, "name", cs_json_text(j->name), "instance",
+                  j->runs_started, "threads", j->threads);
+    if (o && j->pid > 0)
+        json_object_set_new(o, "pid", json_integer(j->pid));
+    if (o && strcmp(ev, "end") == 0) {
         if (WIFEXITED(status))
-            fprintf(e->trace, ",\"exit\":%d", WEXITSTATUS(status));
+            json_object_set_new(o, "exit", json_integer(WEXITSTATUS(status)));
         else if (WIFSIGNALED(status))
-            fprintf(e->trace, ",\"signal\":%d", WTERMSIG(status));
+            json_object_set_new(o, "signal", json_integer(WTERMSIG(status)));
     }
-    fprintf(e->trace, "}\n");
-    fflush(e->trace);
+    cs_json_put(e->trace, o, 0);
 }
 
 /* The trace's first line (trace version 2): what ran, so that a reader
@@ -179,13 +180,13 @@ static void trace_job_event(struct cs_engine *e, struct cs_job *j, const char *e
 static void trace_header(struct cs_engine *e)
 {
     char *c = cs_bitmap_list(e->managed);
-    fprintf(e->trace, "{\"type\":\"run\",\"version\":2,\"command\":\"%s\",\"policy\":",
-            external_jobs(e) ? "serve" : e->host ? "simulate" : "run");
-    cs_json_str(e->trace, e->policy ? cs_policy_name(e->policy) : NULL);
-    fprintf(e->trace, ",\"quantum\":%.6f,\"window\":%.6f,\"cpus\":\"%s\",\"control\":", e->quantum, e->window, c);
-    cs_json_str(e->trace, e->ctl ? e->ctl->name : NULL);
-    fprintf(e->trace, "}\n");
-    fflush(e->trace);
+    cs_json_put(e->trace,
+                json_pack("{s:s, s:i, s:s, s:o, s:o, s:o, s:s, s:o}", "type", "run", "version", 2, "command",
+                          external_jobs(e) ? "serve" : e->host ? "simulate" : "run", "policy",
+                          cs_json_text(e->policy ? cs_policy_name(e->policy) : NULL), "quantum",
+                          cs_json_fixed(e->quantum, 6), "window", cs_json_fixed(e->window, 6), "cpus", c,
+                          "control", cs_json_text(e->ctl ? e->ctl->name : NULL)),
+                0);
     free(c);
 }
 
@@ -657,23 +658,17 @@ static void measure_counters(struct cs_engine *e, struct cs_job *j, double secon
     j->steps_live++;
 }
 
-static void trace_metrics(struct cs_engine *e, const struct cs_job *j)
+static void trace_metrics(struct cs_engine *e, const struct cs_job *j, json_t *o)
 {
-    int first = 1;
+    json_t *m;
 
     if (e->profile == NULL || j->metric == NULL)
         return;
-    fprintf(e->trace, ",\"counts_flags\":%d,\"metrics\":{", j->metric_flags);
-    for (int m = 0; m < e->profile->nmetrics && j->metric_flags; m++) {
-        if (!e->profile->metrics[m].available)
-            continue;
-        if (isfinite(j->metric[m]))
-            fprintf(e->trace, "%s\"%s\":%.6g", first ? "" : ",", e->profile->metrics[m].name, j->metric[m]);
-        else
-            fprintf(e->trace, "%s\"%s\":null", first ? "" : ",", e->profile->metrics[m].name);
-        first = 0;
-    }
-    fputc('}', e->trace);
+    json_object_set_new(o, "counts_flags", json_integer(j->metric_flags));
+    json_object_set_new(o, "metrics", m = json_object());
+    for (int k = 0; k < e->profile->nmetrics && j->metric_flags; k++)
+        if (e->profile->metrics[k].available)
+            json_object_set_new(m, e->profile->metrics[k].name, cs_json_sig(j->metric[k], 6));
 }
 
 /* End of a step (complete or cut short): account and trace. */
@@ -682,12 +677,15 @@ static void step_end(struct cs_engine *e, struct stepstate *ss, const int *was_l
     double now = cs_now();
     double wall = now - ss->t_start;
 
+    json_t *line = NULL, *jobs = NULL;
     if (e->trace)
-        fprintf(e->trace, "{\"type\":\"step\",\"seq\":%llu,\"epoch\":%llu,\"start\":%.6f,\"end\":%.6f,"
-                          "\"planned\":%.6f,\"switch_us\":%.1f,\"fallback\":%s,\"jobs\":[",
-                (unsigned long long)e->step_seq, (unsigned long long)e->epoch, ss->t_start - e->t0, now - e->t0,
-                ss->t_plan_end - ss->t_start, ss->switch_us, ss->fallback ? "true" : "false");
-    int first = 1;
+        line = json_pack("{s:s, s:I, s:I, s:o, s:o, s:o, s:o, s:b, s:o}", "type", "step", "seq",
+                         (json_int_t)e->step_seq, "epoch", (json_int_t)e->epoch, "start",
+                         cs_json_fixed(ss->t_start - e->t0, 6), "end", cs_json_fixed(now - e->t0, 6), "planned",
+                         cs_json_fixed(ss->t_plan_end - ss->t_start, 6), "switch_us", cs_json_fixed(ss->switch_us, 1),
+                         "fallback", ss->fallback, "jobs", jobs = json_array());
+    if (line == NULL)
+        jobs = NULL;     /* json_pack() failed and took it: appending to NULL frees the item */
     for (int i = 0; i < ss->njobs; i++) {
         struct cs_job *j = e->jobs[i];
         uint64_t ns = j->cpu_mark;
@@ -727,22 +725,20 @@ static void step_end(struct cs_engine *e, struct stepstate *ss, const int *was_l
              * plan's then (its predecessor ran, or it waited frozen); "stuck"
              * only where the mechanism disagrees with the plan */
             int shown_frozen = fresh ? !ss->run[i] : j->frozen;
-            fprintf(e->trace, "%s{\"id\":%d,\"name\":", first ? "" : ",", j->id);
-            cs_json_str(e->trace, j->name);
-            fprintf(e->trace, ",\"state\":\"%s\",\"cpus\":\"%s\",\"cpu_s\":%.6f",
-                    (!ss->run[i] == !shown_frozen) ? "stuck" : ss->run[i] ? "run" : "frozen", c, cpu);
-            trace_metrics(e, j);
-            if (j->policy_info)   /* plan()'s third value for this epoch (JSON object) */
-                fprintf(e->trace, ",\"policy\":%s", j->policy_info);
-            fputc('}', e->trace);
+            json_t *o = json_pack("{s:i, s:o, s:s, s:s, s:o}", "id", j->id, "name", cs_json_text(j->name), "state",
+                                  (!ss->run[i] == !shown_frozen) ? "stuck" : ss->run[i] ? "run" : "frozen", "cpus",
+                                  c, "cpu_s", cs_json_fixed(cpu, 6));
+            if (o) {
+                trace_metrics(e, j, o);
+                if (j->policy_info)   /* plan()'s third value for this epoch (an object) */
+                    json_object_set(o, "policy", j->policy_info);
+                json_array_append_new(jobs, o);
+            }
             free(c);
-            first = 0;
         }
     }
-    if (e->trace) {
-        fprintf(e->trace, "]}\n");
-        fflush(e->trace);
-    }
+    if (e->trace)
+        cs_json_put(e->trace, line, 0);
     e->switch_us_total += ss->switch_us;
     e->switches++;
     e->step_seq++;

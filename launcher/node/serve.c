@@ -67,6 +67,7 @@
 
 #include "engine/engine.h"
 #include "node/node.h"
+#include "core/json.h"
 #include "control/control.h"
 #include "counters/counters.h"
 #include "policy/policy.h"
@@ -447,7 +448,8 @@ static char *status_doc(struct cs_engine *e, uid_t who, int text)
     char *doc = NULL;
     size_t dlen = 0;
     FILE *f = open_memstream(&doc, &dlen);
-    int first = 1, shown = 0;
+    int shown = 0;
+    json_t *jdoc = NULL, *steps = NULL;
 
     if (!f)
         return NULL;
@@ -455,9 +457,10 @@ static char *status_doc(struct cs_engine *e, uid_t who, int text)
         fprintf(f, "cosched node engine pid %d, policy %s, quantum %g s, up %.0f s\n", (int)getpid(),
                 cs_policy_name(e->policy), e->quantum, cs_now() - srv(e)->started);
     else
-        fprintf(f, "{\"engine\":{\"pid\":%d,\"policy\":\"%s\",\"quantum\":%g,\"uptime\":%.3f,\"epoch\":%llu},"
-                   "\"steps\":[", (int)getpid(), cs_policy_name(e->policy), e->quantum,
-                cs_now() - srv(e)->started, (unsigned long long)e->epoch);
+        jdoc = json_pack("{s:{s:i, s:o, s:o, s:o, s:I}, s:o}", "engine", "pid", (int)getpid(), "policy",
+                        cs_json_text(cs_policy_name(e->policy)), "quantum", cs_json_sig(e->quantum, 6), "uptime",
+                        cs_json_fixed(cs_now() - srv(e)->started, 3), "epoch", (json_int_t)e->epoch, "steps",
+                        steps = json_array());
     if (text)
         fprintf(f, "%-12s %-10s %-8s %-6s %-5s %-9s %-9s %6s %6s %8s  %s\n", "STEP", "USER", "NAME", "POLICY", "CLASS",
                 "STATE", "CPUS", "Q_RUN", "Q_WAIT", "CPU_S", "WHY");
@@ -485,32 +488,30 @@ static char *status_doc(struct cs_engine *e, uid_t who, int text)
             fprintf(f, "%-12s %-10s %-8.8s %-6s %-5c %-9s %-9s %6llu %6llu %8.1f  %s", j->name, user, sv->prog, pol,
                     cls ? cls : '-', state, cpus, (unsigned long long)j->quanta_run,
                     (unsigned long long)j->quanta_frozen, j->cpu_ns * 1e-9, why);
-            if (j->policy_info)
-                fprintf(f, "; %s says %s", cs_policy_name(e->policy), j->policy_info);
+            char *info = j->policy_info ? json_dumps(j->policy_info, JSON_COMPACT | JSON_REAL_PRECISION(15)) : NULL;
+            if (info)
+                fprintf(f, "; %s says %s", cs_policy_name(e->policy), info);
+            free(info);
             fputc('\n', f);
         } else {
-            fprintf(f, "%s{\"job\":%lu,\"step\":%lu,\"id\":%d,\"uid\":%d,\"user\":", first ? "" : ",", sv->job,
-                    sv->step, j->id, (int)sv->uid);
-            cs_json_str(f, user);
-            fputs(",\"name\":", f);
-            cs_json_str(f, sv->prog);
-            fprintf(f, ",\"policy\":\"%s\",\"asked_policy\":", cs_policy_name(e->policy));
-            cs_json_str(f, sv->asked);
-            fputs(",\"opts\":", f);
-            cs_json_str(f, sv->opts);
-            fprintf(f, ",\"class\":%s%c%s,\"state\":\"%s\",\"reason\":", cls ? "\"" : "", cls ? cls : 'n',
-                    cls ? "\"" : "ull", state);
-            cs_json_str(f, why);
-            fprintf(f, ",\"cpus\":\"%s\",\"allocation\":\"%s\",\"nodes\":%d,\"never_frozen\":%s,\"tasks\":%d,"
-                       "\"quanta_run\":%llu,\"quanta_waited\":%llu,\"waited_s\":%.3f,\"cpu_s\":%.3f,\"priority\":%d",
-                    cpus, allowed, sv->nnodes, j->nofreeze ? "true" : "false", sv->nt,
-                    (unsigned long long)j->quanta_run, (unsigned long long)j->quanta_frozen,
-                    j->frozen ? cs_now() - j->last_run_end : 0.0,
-                    j->cpu_ns * 1e-9, j->priority);
-            if (j->last_step_wall > 0 && j->last_step_ncpus > 0)
-                fprintf(f, ",\"cpu_share\":%.3f", j->last_step_cpu / (j->last_step_wall * j->last_step_ncpus));
-            fprintf(f, ",\"policy_info\":%s}", j->policy_info ? j->policy_info : "null");
-            first = 0;
+            char cl[2] = { cls, 0 };
+            json_t *o = json_pack("{s:I, s:I, s:i, s:i, s:o, s:o, s:o, s:o, s:o, s:o, s:s, s:o, s:s, s:s, s:i, s:b, "
+                                  "s:i, s:I, s:I, s:o, s:o, s:i}",
+                                  "job", (json_int_t)sv->job, "step", (json_int_t)sv->step, "id", j->id, "uid",
+                                  (int)sv->uid, "user", cs_json_text(user), "name", cs_json_text(sv->prog), "policy",
+                                  cs_json_text(cs_policy_name(e->policy)), "asked_policy", cs_json_text(sv->asked),
+                                  "opts", cs_json_text(sv->opts), "class", cls ? json_string(cl) : json_null(),
+                                  "state", state, "reason", cs_json_text(why), "cpus", cpus, "allocation", allowed,
+                                  "nodes", sv->nnodes, "never_frozen", j->nofreeze, "tasks", sv->nt, "quanta_run",
+                                  (json_int_t)j->quanta_run, "quanta_waited", (json_int_t)j->quanta_frozen,
+                                  "waited_s", cs_json_fixed(j->frozen ? cs_now() - j->last_run_end : 0.0, 3),
+                                  "cpu_s", cs_json_fixed(j->cpu_ns * 1e-9, 3), "priority", j->priority);
+            if (o && j->last_step_wall > 0 && j->last_step_ncpus > 0)
+                json_object_set_new(o, "cpu_share",
+                                    cs_json_fixed(j->last_step_cpu / (j->last_step_wall * j->last_step_ncpus), 3));
+            if (o)
+                json_object_set_new(o, "policy_info", j->policy_info ? json_incref(j->policy_info) : json_null());
+            json_array_append_new(steps, o);
         }
         free(cpus);
         free(allowed);
@@ -518,7 +519,7 @@ static char *status_doc(struct cs_engine *e, uid_t who, int text)
     if (text && !shown)
         fprintf(f, "(no co-scheduled step%s on this node)\n", who ? " of yours" : "");
     if (!text)
-        fputs("]}\n", f);
+        cs_json_put(f, jdoc, 0);
     fclose(f);
     return doc;
 }

@@ -48,6 +48,7 @@
 
 #include "policy/policy.h"
 #include "counters/counters.h"
+#include "core/json.h"
 
 #ifndef COSCHED_DATADIR
 #define COSCHED_DATADIR "/usr/local/share/cosched"
@@ -113,7 +114,7 @@ struct cs_policy {
     struct { int job; struct cs_stored r; } *res;
     int nres;
     /* plan()'s third value: what it says about each job (JSON objects) */
-    struct { int job; char *json; } *info;
+    struct { int job; json_t *json; } *info;   /* plan()'s third value, per job */
     int ninfo;
 
     char warnbuf[512];
@@ -2596,9 +2597,8 @@ static void convert_info(lua_State *L, struct cs_policy *p, int res, struct cs_j
     if (!p->info)
         luaL_error(L, "out of memory");
     for (int k = 0; k < nlive; k++) {
-        char buf[2048];
-        size_t n = 0;
-        int first = 1;
+        size_t n = 2;              /* the object's size as written, kept under 2 KiB */
+        json_t *o;
         lua_rawgeti(L, res, live[k]->id);
         plain_at(L, -1);
         if (lua_isnil(L, -1)) {
@@ -2607,55 +2607,48 @@ static void convert_info(lua_State *L, struct cs_policy *p, int res, struct cs_j
         }
         if (!lua_istable(L, -1))
             verror(L, "info[%d] is %s, expected a table of key = value", live[k]->id, luaL_typename(L, -1));
-        n += (size_t)snprintf(buf + n, sizeof buf - n, "{");
+        /* kept in p->info before it is filled: a verror() below leaves it to plan()'s cleanup */
+        p->info[p->ninfo].job = live[k]->id;
+        p->info[p->ninfo++].json = o = json_object();
         lua_pushnil(L);
         while (lua_next(L, -2) != 0) {
             if (lua_type(L, -2) != LUA_TSTRING)
                 verror(L, "info[%d]: keys must be strings", live[k]->id);
             const char *key = lua_tostring(L, -2);
-            char val[300];
+            json_t *v = NULL;
+            size_t len = 0;
+            for (const char *c = key; *c; c++)
+                if (!(isalnum((unsigned char)*c) || *c == '_'))
+                    verror(L, "info[%d]: key '%s' is not a name (letters, digits, _)", live[k]->id, key);
             switch (lua_type(L, -1)) {
-            case LUA_TNUMBER: {
-                double d = lua_tonumber(L, -1);
-                snprintf(val, sizeof val, isfinite(d) ? "%.6g" : "null", d);
+            case LUA_TNUMBER:
+                v = cs_json_sig(lua_tonumber(L, -1), 6);
+                len = 16;
                 break;
-            }
             case LUA_TBOOLEAN:
-                snprintf(val, sizeof val, "%s", lua_toboolean(L, -1) ? "true" : "false");
+                v = json_boolean(lua_toboolean(L, -1));
+                len = 5;
                 break;
             case LUA_TSTRING: {
-                const char *v = lua_tostring(L, -1);
-                size_t m = 0;
-                val[m++] = '"';
-                for (; *v && m < sizeof val - 8; v++) {
-                    unsigned char c = (unsigned char)*v;
-                    if (c == '"' || c == '\\')
-                        m += (size_t)snprintf(val + m, sizeof val - m, "\\%c", c);
-                    else if (c < 0x20 || c >= 0x7f)
-                        m += (size_t)snprintf(val + m, sizeof val - m, "?");
-                    else
-                        val[m++] = (char)c;
-                }
-                val[m++] = '"';
-                val[m] = '\0';
+                /* at most 300 bytes of it (a cut UTF-8 character becomes U+FFFD) */
+                char cut[301];
+                snprintf(cut, sizeof cut, "%s", lua_tostring(L, -1));
+                v = cs_json_text(cut);
+                len = strlen(cut) + 2;
                 break;
             }
             default:
                 verror(L, "info[%d].%s is %s, expected a number, string or boolean", live[k]->id, key,
                        luaL_typename(L, -1));
             }
-            for (const char *c = key; *c; c++)
-                if (!(isalnum((unsigned char)*c) || *c == '_'))
-                    verror(L, "info[%d]: key '%s' is not a name (letters, digits, _)", live[k]->id, key);
-            if (n + strlen(key) + strlen(val) + 8 < sizeof buf)
-                n += (size_t)snprintf(buf + n, sizeof buf - n, "%s\"%s\":%s", first ? "" : ",", key, val);
-            first = 0;
+            n += strlen(key) + 4 + len;
+            if (n < 2048)
+                json_object_set_new(o, key, v);
+            else
+                json_decref(v);
             lua_pop(L, 1);
         }
-        snprintf(buf + n, sizeof buf - n, "}");
         lua_pop(L, 1);
-        p->info[p->ninfo].job = live[k]->id;
-        p->info[p->ninfo++].json = strdup(buf);
     }
 }
 
@@ -2706,7 +2699,7 @@ int cs_policy_plan(struct cs_policy *p, struct cs_engine *e, struct cs_plan *pla
     lua_gc(p->L, LUA_GCRESTART);
     if (rc < 0) {
         for (int i = 0; i < p->ninfo; i++)
-            free(p->info[i].json);
+            json_decref(p->info[i].json);
         p->ninfo = 0;
         p->cpu_cur = p->cpu_prev = p->st_cur = p->st_prev = 0;
         cs_err("%s", err);
@@ -2730,7 +2723,7 @@ int cs_policy_plan(struct cs_policy *p, struct cs_engine *e, struct cs_plan *pla
             }
     p->nres = 0;
     for (int k = 0; k < e->njobs; k++) {
-        free(e->jobs[k]->policy_info);
+        json_decref(e->jobs[k]->policy_info);
         e->jobs[k]->policy_info = NULL;
     }
     for (int i = 0; i < p->ninfo; i++) {
@@ -2739,7 +2732,7 @@ int cs_policy_plan(struct cs_policy *p, struct cs_engine *e, struct cs_plan *pla
                 e->jobs[k]->policy_info = p->info[i].json;
                 p->info[i].json = NULL;
             }
-        free(p->info[i].json);
+        json_decref(p->info[i].json);
     }
     p->ninfo = 0;
     return 0;

@@ -20,6 +20,9 @@ build=$2
 shift 2
 cc=${FUZZ_CC:-clang}
 time=${FUZZ_TIME:-10}
+# jansson (core/json.h) through pkg-config, also when FUZZ_CFLAGS/FUZZ_LIBS are not given
+jansson_cflags=$(pkg-config --cflags jansson 2>/dev/null) || jansson_cflags=
+jansson_libs=$(pkg-config --libs jansson 2>/dev/null) || jansson_libs=-ljansson
 cflags="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
 
 # target: the launcher and plugin sources its harness needs
@@ -27,12 +30,12 @@ sources() {
     case $1 in
     proto) echo launcher/shared/proto.c ;;
     spank) echo plugin/spank_conf.c launcher/shared/duration.c ;;
-    jobfile) echo launcher/core/jobfile.c launcher/core/util.c launcher/shared/duration.c launcher/core/store.c ;;
+    jobfile) echo launcher/core/jobfile.c launcher/core/util.c launcher/shared/duration.c launcher/core/store.c launcher/core/json.c ;;
     profile | formula) echo launcher/counters/profile.c launcher/core/util.c launcher/shared/duration.c ;;
     simnode | simapps) echo launcher/sim/sim.c launcher/core/topo.c launcher/core/util.c launcher/shared/duration.c ;;
-    replay) echo launcher/counters/replay.c launcher/counters/profile.c launcher/core/util.c launcher/shared/duration.c ;;
-    store) echo launcher/core/util.c launcher/shared/duration.c ;;     # store.c is included by the harness
-    report) echo launcher/cli/report.c launcher/core/store.c launcher/core/util.c launcher/shared/duration.c ;;
+    replay) echo launcher/counters/replay.c launcher/counters/profile.c launcher/core/util.c launcher/shared/duration.c launcher/core/json.c ;;
+    store) echo launcher/core/util.c launcher/shared/duration.c launcher/core/json.c ;;     # store.c is included by the harness
+    report) echo launcher/cli/report.c launcher/cli/opts.c launcher/core/store.c launcher/core/util.c launcher/shared/duration.c launcher/core/json.c ;;
     *) return 1 ;;
     esac
 }
@@ -54,6 +57,7 @@ for t in "$@"; do
     deps="$src/tests/fuzz/fuzz_$t.c $src/tests/fuzz/fuzz.h"
     [ "$t" != formula ] || deps="$deps $src/tests/fuzz/fuzz_profile.c"
     [ "$t" != store ] || deps="$deps $src/launcher/core/store.c"
+    deps="$deps $src/launcher/core/json.h"
     paths=
     for s in $srcs; do
         paths="$paths $src/$s"
@@ -67,8 +71,8 @@ for t in "$@"; do
         echo "fuzz: building $bin" >&2
         # shellcheck disable=SC2086
         $cc $cflags -DHAVE_CONFIG_H -I"$build" -I"$src/launcher" -DCOSCHED_DATADIR="\"$abs\"" \
-            -DCOSCHED_SRCDIR="\"$abs\"" -DCOSCHED_BUILDDIR="\"$abs_build\"" ${FUZZ_CFLAGS:-} \
-            -o "$bin" "$src/tests/fuzz/fuzz_$t.c" $paths ${FUZZ_LIBS:-} || {
+            -DCOSCHED_SRCDIR="\"$abs\"" -DCOSCHED_BUILDDIR="\"$abs_build\"" ${FUZZ_CFLAGS:-} $jansson_cflags \
+            -o "$bin" "$src/tests/fuzz/fuzz_$t.c" $paths ${FUZZ_LIBS:-} $jansson_libs || {
             echo "fuzz: cannot build fuzz_$t with $cc (libFuzzer is in libclang-rt-14-dev)" >&2
             exit 1
         }

@@ -5,10 +5,11 @@
  *    (the whole path: size and NUL checks, the JSON parser, the key and
  *    field checks); an entry that is taken is written back by write_entry()
  *    and must read back to the same values;
- *  - the input as a job name written by cs_json_str() (the trace, the
- *    store, `cosched status`), which store.c's parser must read back as a
- *    string equal to the name.
- * store.c is compiled into this harness (its parser is static).
+ *  - the input as a job name made a JSON string by cs_json_text() (the
+ *    trace, the store, `cosched status`) and written by cs_json_put(), which
+ *    cs_json_parse() must read back as a string: equal to the name when the
+ *    name is UTF-8, else valid UTF-8 of the same or greater length.
+ * store.c is compiled into this harness (lookup() and write_entry() are static).
  */
 #define FUZZ_WANT_LOG
 #include "fuzz.h"
@@ -40,21 +41,26 @@ static void roundtrip_entry(struct cs_store *s, struct cs_store_key *k, const st
     free(text);
 }
 
-static void json_string(const uint8_t *data, size_t size)
+static void name_string(const uint8_t *data, size_t size)
 {
     char *name = fuzz_str(data, size), *text = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
-    struct jp jp;
-    struct jv *v;
+    json_error_t err;
+    json_t *v, *plain = json_string(name);
 
-    cs_json_str(f, name);
+    if (cs_json_put(f, json_pack("[o]", cs_json_text(name)), 0) < 0)
+        abort();   /* every name can be written */
     fclose(f);
-    jp = (struct jp){ text, text, NULL };
-    v = jvalue(&jp, 0);
-    if (v == NULL || v->t != J_STR || strcmp(v->str, name) != 0 || *jp.p != '\0')
-        abort();   /* cs_json_str wrote something that is not that string in JSON */
-    jfree(v);
+    v = cs_json_parse(text, len, &err);
+    if (!json_is_array(v) || !json_is_string(json_array_get(v, 0)))
+        abort();   /* cs_json_text wrote something that is not a JSON string */
+    if (plain && strcmp(json_string_value(json_array_get(v, 0)), name) != 0)
+        abort();   /* a UTF-8 name did not read back equal */
+    if (!plain && json_string_length(json_array_get(v, 0)) < strlen(name))
+        abort();   /* a replaced byte became shorter than U+FFFD */
+    json_decref(plain);
+    json_decref(v);
     free(text);
     free(name);
 }
@@ -76,6 +82,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     free(s.warned);
     s.warned = NULL;
     s.nwarned = 0;
-    json_string(data, size);
+    name_string(data, size);
     return 0;
 }
