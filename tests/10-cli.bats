@@ -154,6 +154,13 @@ print(json.dumps(d, sort_keys=True))'; }
     run "$COSCHED" report long.jsonl -o long.svg
     [ "$status" -eq 0 ]
     grep -q '<svg' long.svg
+    # cosched(1) OPTIONS FOR RUN gives each of run's letters as --help does, and no other
+    local man=$COSCHED_SRCDIR/share/man/cosched.1 got want
+    want=$("$COSCHED" run --help | sed -n 's/^  -\([a-zA-Z]\), --\([a-z-]*\).*/\1 \2/p' | grep -v '^h help' | sort)
+    got=$(sed -n 's/^\\fB\\-\([a-zA-Z]\)\\fR, \\fB\\-\\-\([a-z\\-]*\)\\fR.*/\1 \2/p; s/^\.BR \\-\([a-zA-Z]\) ", " \\-\\-\([a-z\\-]*\).*/\1 \2/p' "$man" |
+        sed 's/\\-/-/g' | sort)
+    [ -n "$want" ]
+    assert_equal "$got" "$want" "the letters of cosched(1) OPTIONS FOR RUN and of cosched run --help (-h aside)"
     # -V is --version, -h is --help
     assert_equal "$("$COSCHED" -V)" "$("$COSCHED" --version)" "-V"
     assert_equal "$("$COSCHED" -h)" "$("$COSCHED" --help)" "-h"

@@ -871,7 +871,7 @@ int cs_cmd_topology(int argc, char **argv)
             cpus = optarg;
             break;
         case O_HELP:
-            cs_opt_usage("cosched topology [--json] [--topology SPEC] [--cpus LIST]", topo_opts);
+            cs_opt_usage("cosched topology [--json] [--topology SPEC] [-c LIST]", topo_opts);
             status = 0;
             goto bad;
         case ':':
