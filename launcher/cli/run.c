@@ -5,8 +5,8 @@
  * commands (found and executable), cores, topology, policy, control backend.
  * A bad input gives one message naming it and exit status 2; nothing runs.
  *
- * Options are one declarative table (name, argument, help) from which both
- * getopt_long's table and --help are made (opts.c).  `cosched classify` takes the run
+ * Options are one declarative table (letter, name, argument, help) from which
+ * getopt_long's tables and --help are made (opts.c).  `cosched classify` takes the run
  * options listed in classify_ids plus its own, and shares run's parser.
  */
 #include "config.h"
