@@ -85,6 +85,113 @@ refuse() {
     assert_contains "$output" "(did you mean paper001? known:"
 }
 
+# Short options (issue 16 deliver 5; the letters and why: cosched(1) OPTIONS
+# FOR RUN).  Each does what its long form does, read back from the kernel
+# (the job's Cpus_allowed_list), the trace's run line, the files and the
+# messages; the run line of the short forms is the long forms' exactly.
+@test "short options: -p -t -c -w -o -q -v -h do what --policy --quantum --cpus --window --output --quiet --verbose --help do" {
+    # the first cpu cosched may use: a set smaller than the default on a machine of two or more
+    local c0
+    c0=$(awk '/^Cpus_allowed_list/ { print $2 }' /proc/self/status | cut -d, -f1 | cut -d- -f1)
+    run "$COSCHED" run -p gang -t 50ms -c "$c0" -w 0.3s --trace short.jsonl -- sh -c 'grep Cpus_allowed_list /proc/self/status'
+    echo "$output"
+    [ "$status" -eq 0 ]
+    assert_contains "$output" "Cpus_allowed_list:	$c0"
+    run "$COSCHED" run --policy gang --quantum 50ms --cpus "$c0" --window 0.3s --trace long.jsonl -- sh -c 'grep Cpus_allowed_list /proc/self/status'
+    [ "$status" -eq 0 ]
+    assert_equal "$(head -1 short.jsonl)" "$(head -1 long.jsonl)" "run line of the short forms"
+    python3 - short.jsonl "$c0" <<'PY'
+import json, sys
+run = json.loads(open(sys.argv[1]).readline())
+want = {"type": "run", "policy": "gang", "quantum": 0.05, "window": 0.3, "cpus": sys.argv[2]}
+assert all(run[k] == v for k, v in want.items()), run
+PY
+    # grouped letters, the argument attached: -qc0 is --quiet --cpus 0
+    run "$COSCHED" run -qc"$c0" -t50ms -p gang -- sh -c 'grep Cpus_allowed_list /proc/self/status'
+    echo "$output"
+    [ "$status" -eq 0 ]
+    assert_contains "$output" "Cpus_allowed_list:	$c0"
+    if [[ $output == *summary* ]]; then echo "-q: the summary is still printed"; false; fi
+    # -o: inherit (no [name] prefix), or a directory of NAME.out files
+    run "$COSCHED" run -q -o inherit -- echo short-o
+    assert_equal "$output" "short-o" "-o inherit"
+    mkdir out
+    run "$COSCHED" run -q -o out -- echo short-o
+    [ "$status" -eq 0 ]
+    assert_equal "$output" "" "-q -o DIR: nothing on the terminal"
+    assert_equal "$(cat out/echo.out)" "short-o" "-o DIR: DIR/echo.out"
+    # -v: debug messages
+    run "$COSCHED" run -v -p gang -- true
+    assert_contains "$output" "cosched: debug: policy gang: loaded from"
+    # -h: the help, with the letters
+    run "$COSCHED" run -h
+    [ "$status" -eq 0 ]
+    for o in "-p, --policy NAME" "-t, --quantum DURATION" "-c, --cpus LIST" "-w, --window DURATION" \
+        "-o, --output MODE" "-v, --verbose" "-q, --quiet" "-h, --help" "    --jobs FILE"; do
+        assert_contains "$output" "  $o "
+    done
+    # classify, topology, serve, simulate, report: their letters are the same options
+    refuse "--quantum '5ms': expected a duration from 10ms to 60s" classify -t 5ms -- touch started
+    refuse "--cpus 'x-y': expected a cpu list" classify -c x-y -- touch started
+    run "$COSCHED" topology --topology "synthetic:pack:2 core:2 pu:2" -c core:1
+    assert_contains "$output" "managed cpus: 2-3"
+    refuse "--quantum 5ms: expected a duration from 10ms to 60s" serve -t 5ms --socket "$BATS_TEST_TMPDIR/s"
+    run "$COSCHED" serve -h
+    assert_contains "$output" "  -p, --policy NAME "
+    assert_contains "$output" "  -t, --quantum DURATION "
+    sim() { "$COSCHED" simulate --node paper001 --apps table2 --mix jacobi,stream --json "$@" 2>/dev/null |
+        python3 -c 'import json, sys; d = json.load(sys.stdin)
+for r in d["results"]: r.pop("wall_s")
+print(json.dumps(d, sort_keys=True))'; }
+    a=$(sim -p gang,tft -t 500ms -w 20s)
+    b=$(sim --policy gang,tft --quantum 500ms --window 20s)
+    assert_equal "$a" "$b" "simulate's short forms"
+    assert_contains "$a" '"window": 20'
+    assert_contains "$a" '"quantum": 0.5'
+    assert_contains "$a" '"policy": "tft"'
+    run "$COSCHED" report -h
+    assert_contains "$output" "  -o, --output FILE "
+    run "$COSCHED" report long.jsonl -o long.svg
+    [ "$status" -eq 0 ]
+    grep -q '<svg' long.svg
+    # cosched(1) OPTIONS FOR RUN gives each of run's letters as --help does, and no other
+    local man=$COSCHED_SRCDIR/share/man/cosched.1 got want
+    want=$("$COSCHED" run --help | sed -n 's/^  -\([a-zA-Z]\), --\([a-z-]*\).*/\1 \2/p' | grep -v '^h help' | sort)
+    got=$(sed -n 's/^\\fB\\-\([a-zA-Z]\)\\fR, \\fB\\-\\-\([a-z\\-]*\)\\fR.*/\1 \2/p; s/^\.BR \\-\([a-zA-Z]\) ", " \\-\\-\([a-z\\-]*\).*/\1 \2/p' "$man" |
+        sed 's/\\-/-/g' | sort)
+    [ -n "$want" ]
+    assert_equal "$got" "$want" "the letters of cosched(1) OPTIONS FOR RUN and of cosched run --help (-h aside)"
+    # -V is --version, -h is --help
+    assert_equal "$("$COSCHED" -V)" "$("$COSCHED" --version)" "-V"
+    assert_equal "$("$COSCHED" -h)" "$("$COSCHED" --help)" "-h"
+}
+
+@test "short options: an unknown letter, a long option with one dash, a missing argument: one message each" {
+    refuse "unknown option '-x' (see cosched run --help)" run -x -- touch started
+    # inside a group, before or after a known letter
+    refuse "unknown option '-x' (see cosched run --help)" run -vx -- touch started
+    refuse "unknown option '-x' (see cosched run --help)" run -xv -- touch started
+    # a long option with one dash: the long one as the hint, also where getopt
+    # could read letters and an argument (-policy: -p olicy; -trace: -t race)
+    refuse "unknown option '-quantum' (did you mean --quantum? see cosched run --help)" run -quantum 1s -- touch started
+    refuse "unknown option '-policy' (did you mean --policy? see cosched run --help)" run -policy gang -- touch started
+    refuse "unknown option '-trace' (did you mean --trace? see cosched run --help)" run -trace t.jsonl -- touch started
+    refuse "unknown option '-jsno' (did you mean --json? see cosched status --help)" status -jsno
+    # a letter of run that classify does not take
+    refuse "unknown option '-w' (see cosched classify --help)" classify -w 5 -- touch started
+    refuse "unknown option '-Z' (see cosched simulate --help)" simulate -Z
+    refuse "report: unknown option '-x' (see cosched report --help)" report t.jsonl -x
+    refuse "unknown option '-x' (see cosched serve --help)" serve -x
+    # a missing argument names the letter, alone or at the end of a group
+    refuse "option -p needs an argument" run -p
+    refuse "option -t needs an argument" run -vt
+    refuse "option -c needs an argument" topology -c
+    refuse "report: option -o needs an argument" report t.jsonl -o
+    # the job's own options after -- stay the job's
+    run "$COSCHED" run -q -p gang -- sh -c 'echo "$@"' sh -p -t -x
+    assert_equal "$output" "[sh] -p -t -x" "a job's own short options"
+}
+
 @test "--quantum 0, out of range, malformed" {
     refuse "--quantum '0': expected a duration from 10ms to 60s" run --quantum 0 -- touch started
     refuse "--quantum '2m'" run --quantum 2m -- touch started

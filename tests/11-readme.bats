@@ -51,6 +51,7 @@ using_it() {
     check ':::' 'exit 0$' 3
     check 'jobs demo.jobs --trace' 'exit 0$' 3
     check 'window 20' 'exit 0\|cut by the window' 3
+    check '-p gang -t 250ms -c 0' 'policy gang, quantum 0.25 s, cpus 0 (1 core(s))'
     check 'topology --json' '"cores"'
     check 'synthetic:pack:2' '2 package(s), 32 core(s)'
     check 'cosched policies' 'flca'

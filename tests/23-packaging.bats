@@ -57,11 +57,32 @@ complete_words() {
     # report's trace and -o: files of the right kind
     touch a.jsonl b.txt c.svg
     run complete_words cosched report ''
-    echo "$output" | grep -qx a.jsonl && ! echo "$output" | grep -qx b.txt
+    echo "$output" | grep -qx a.jsonl
+    if echo "$output" | grep -qx b.txt; then echo "report <TAB> offers b.txt"; false; fi
     run complete_words cosched report a.jsonl -o ''
-    echo "$output" | grep -qx c.svg && ! echo "$output" | grep -qx a.jsonl
+    echo "$output" | grep -qx c.svg
+    if echo "$output" | grep -qx a.jsonl; then echo "report TRACE -o <TAB> offers a.jsonl"; false; fi
     run complete_words cosched help si
     assert_equal "$output" "simulate" "help si<TAB>"
+    # short options, from the same --help lines: offered, and their values completed as the long forms'
+    run complete_words cosched run -
+    for o in -p -t -c -w -o -v -q -h --policy --jobs; do
+        echo "$output" | grep -qx -- "$o" || { echo "run -<TAB>: $o not offered: $output"; false; }
+    done
+    if echo "$output" | grep -qx -- -j; then echo "run -<TAB> offers -j, which run does not take"; false; fi
+    run complete_words cosched simulate -
+    echo "$output" | grep -qx -- -w
+    if echo "$output" | grep -qx -- -c; then echo "simulate -<TAB> offers -c, which simulate does not take"; false; fi
+    run complete_words cosched -
+    assert_equal "$(echo "$output" | LC_ALL=C sort | tr '\n' ' ')" "--help --version -V -h " "cosched -<TAB>"
+    run complete_words cosched run -p fl
+    echo "$output" | grep -qx flca || { echo "run -p fl<TAB>: $output"; false; }
+    run complete_words cosched simulate -p gang,fl
+    echo "$output" | grep -qx "gang,flca" || { echo "simulate -p gang,fl<TAB>: $output"; false; }
+    run complete_words cosched run -o in
+    assert_equal "$output" "inherit" "run -o in<TAB>"
+    run complete_words cosched run -t ''
+    assert_equal "$output" "" "run -t <TAB>: a duration only the user knows"
 }
 
 @test "make install: docs the man pages name, completion, modulefile, unit" {

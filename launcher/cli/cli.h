@@ -8,24 +8,62 @@
 #define COSCHED_CLI_H
 #include <stdio.h>
 
-/* One option of a command (opts.c): --name [ARG], the id getopt_long
- * returns, its help line (NULL: not listed), and a left column other than
- * "--name ARG" (NULL: that one).  Tables end with a NULL name. */
+/* One option of a command (opts.c): -l, --name [ARG], the id the parser
+ * returns for either form, its help line (NULL: not listed).  Tables end
+ * with a NULL name.  The table is the one source: getopt_long's long table,
+ * its optstring and the --help lines are all made from it.
+ *
+ *     { 'p', "policy", 1, O_POLICY, "NAME", "scheduling policy ..." },
+ *     {  0, "policy-opt", 1, O_POLICY_OPT, "KEY=VALUE", "..." },
+ *
+ * Which flags have a letter, and why these letters, is cosched(1) OPTIONS. */
 struct cs_opt {
-    const char *name;
+    int letter;                 /* the short option ('p' for -p); 0: none */
+    const char *name;           /* the long one, without "--" */
     int has_arg;
-    int id;
-    const char *arg;
-    const char *help;
-    const char *left;
+    int id;                     /* what cs_opt_next returns: 256 or more, never a letter */
+    const char *arg;            /* the argument's name in --help */
+    const char *help;           /* a '\n' starts an aligned continuation line */
 };
+
+/* A command's option parser: getopt_long over the tables made from an
+ * option table, with the user's words kept for the messages.
+ *
+ *     struct cs_getopt g;
+ *     cs_opt_start(&g, run_opts, 1);
+ *     while ((c = cs_opt_next(&g, argc, argv)) != -1)
+ *         switch (c) {
+ *         case O_POLICY: ... optarg ...
+ *         case ':': "option %s needs an argument", g.bad
+ *         default:  "unknown option '%s' (%ssee cosched run --help)", g.bad, g.hint
+ *         }
+ *     cs_opt_end(&g);          (after optind has been used)
+ */
 struct option;
-/* getopt_long's table for o; the caller frees it. */
-struct option *cs_opt_getopt(const struct cs_opt *o);
-/* "  --name ARG   help" for each listed option, the left column width wide;
- * note(id), if given, is appended to the option's line. */
-void cs_opt_help(FILE *f, const struct cs_opt *o, int width, const char *(*note)(int id));
-/* "usage: USAGE", "options:" and the option lines (width 26), on stdout. */
+struct cs_getopt {
+    const struct cs_opt *opts;
+    struct option *lo;          /* getopt_long's table */
+    char shorts[160];           /* its optstring: "+:p:t:vqh" */
+    char bad[64];               /* the refused option as written: "--frob", "-x", "-quantum" */
+    char hint[96];              /* "did you mean --policy? " or "" */
+};
+/* Start parsing a command's argv (optind = 1, getopt's own messages off).
+ * in_order: options end at the first plain argument (the command of a job
+ * keeps its own options); 0: options may also follow plain arguments
+ * (`cosched report TRACE -o FILE`). */
+void cs_opt_start(struct cs_getopt *g, const struct cs_opt *o, int in_order);
+/* The id of the next option, in either form, with optarg set; -1 after the
+ * last option (optind: the first plain argument); ':' when an option's
+ * argument is missing and '?' for an unknown option, with g->bad naming it
+ * and g->hint perhaps naming the option meant (a long option written with
+ * one dash, -policy, is refused as such rather than read as -p olicy). */
+int cs_opt_next(struct cs_getopt *g, int argc, char **argv);
+void cs_opt_end(struct cs_getopt *g);
+/* "  -p, --policy NAME   help" for each listed option, "      --name ARG"
+ * for one without a letter, in columns; note(id), if given, is appended to
+ * the option's line. */
+void cs_opt_help(FILE *f, const struct cs_opt *o, const char *(*note)(int id));
+/* "usage: USAGE", "options:" and the option lines, on stdout. */
 void cs_opt_usage(const char *usage, const struct cs_opt *o);
 
 int cs_cmd_run(int argc, char **argv);

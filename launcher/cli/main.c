@@ -30,7 +30,7 @@ static void usage(FILE *f)
     fprintf(f, "usage: cosched COMMAND [options]   (cosched COMMAND --help for its options)\n\ncommands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].help);
-    fprintf(f, "\n  --version  print the version\n  --help     this text\n\nSee cosched(1) and cosched-policy(7).\n");
+    fprintf(f, "\n  -V, --version  print the version\n  -h, --help     this text\n\nSee cosched(1) and cosched-policy(7).\n");
 }
 
 int main(int argc, char **argv)

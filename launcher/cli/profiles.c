@@ -46,12 +46,12 @@ static int lint_files(char **files, int nfiles)
 enum { P_PATH = 256, P_JSON, P_LINT, P_CPUID, P_HELP };
 
 static const struct cs_opt prof_opts[] = {
-    { "profile-path", 1, P_PATH, "DIR", "look for profiles in DIR first (repeatable)" },
-    { "json", 0, P_JSON, NULL, "print JSON" },
-    { "cpuid", 1, P_CPUID, "VENDOR:FAMILY:MODEL", "match this CPU instead of the machine's (e.g. GenuineIntel:6:0x55)" },
-    { "lint", 0, P_LINT, NULL, "check the FILEs given after the options; exit 1 if one is wrong" },
-    { "help", 0, P_HELP, NULL, "this text" },
-    { NULL, 0, 0, NULL, NULL },
+    { 0, "profile-path", 1, P_PATH, "DIR", "look for profiles in DIR first (repeatable)" },
+    { 0, "json", 0, P_JSON, NULL, "print JSON" },
+    { 0, "cpuid", 1, P_CPUID, "VENDOR:FAMILY:MODEL", "match this CPU instead of the machine's (e.g. GenuineIntel:6:0x55)" },
+    { 0, "lint", 0, P_LINT, NULL, "check the FILEs given after the options; exit 1 if one is wrong" },
+    { 'h', "help", 0, P_HELP, NULL, "this text" },
+    { 0 },
 };
 
 static void prof_help(void)
@@ -59,7 +59,7 @@ static void prof_help(void)
     printf("usage: cosched profiles [--profile-path DIR] [--json] [--cpuid V:F:M]\n"
            "       cosched profiles --lint FILE...\n\n"
            "List the counter profiles and say which one matches this machine's CPU.\n\n");
-    cs_opt_help(stdout, prof_opts, 36, NULL);
+    cs_opt_help(stdout, prof_opts, NULL);
     printf("\nSearch path: --profile-path DIRs, ~/.config/cosched/profiles, %s/profiles,\n"
            "<datadir>/profiles (here %s/profiles; $COSCHED_DATADIR sets it).\n"
            "Format: %s/profiles/README.md.\n", COSCHED_SYSCONFDIR, cs_datadir(), COSCHED_DOCDIR);
@@ -67,7 +67,7 @@ static void prof_help(void)
 
 int cs_cmd_profiles(int argc, char **argv)
 {
-    struct option *lo = cs_opt_getopt(prof_opts);
+    struct cs_getopt g;
     char **ppath = NULL, **search = NULL;
     int nppath = 0, nsearch = 0, json = 0, lint = 0, c, status = 2, n = 0, match = -1, broken = 0;
     struct cs_cpuid cpu;
@@ -75,10 +75,8 @@ int cs_cmd_profiles(int argc, char **argv)
     struct cs_profile_entry *v = NULL;
     char why[1024] = "";
 
-    opterr = 0;
-    optind = 1;
-    char hint[96];
-    while ((c = getopt_long(argc, argv, "+:h", lo, NULL)) != -1) {
+    cs_opt_start(&g, prof_opts, 1);
+    while ((c = cs_opt_next(&g, argc, argv)) != -1) {
         switch (c) {
         case P_PATH:
             ppath = realloc(ppath, (size_t)(nppath + 1) * sizeof *ppath);
@@ -98,16 +96,15 @@ int cs_cmd_profiles(int argc, char **argv)
             }
             have_cpuid = 1;
             break;
-        case 'h':
         case P_HELP:
             prof_help();
             status = 0;
             goto out;
         case ':':
-            cs_err("option %s needs an argument", argv[optind - 1]);
+            cs_err("option %s needs an argument", g.bad);
             goto out;
         default:
-            cs_err("unknown option '%s' (%ssee cosched profiles --help)", argv[optind - 1], cs_option_hint(argv[optind - 1], lo, hint, sizeof hint));
+            cs_err("unknown option '%s' (%ssee cosched profiles --help)", g.bad, g.hint);
             goto out;
         }
     }
@@ -212,6 +209,6 @@ out:
         free(search[i]);
     free(search);
     free(ppath);
-    free(lo);
+    cs_opt_end(&g);
     return status;
 }

@@ -892,13 +892,12 @@ static void svg_file(FILE *f, const struct model *m)
     svg(f, m, 1);
 }
 
-enum { R_OUT = 'o', R_SUMMARY = 256, R_HELP };
+enum { R_OUT = 256, R_SUMMARY, R_HELP };
 static const struct cs_opt report_opts[] = {
-    { "output", 1, R_OUT, "FILE", "the picture: FILE.svg (SVG) or FILE.html (a page with the SVG inline)",
-      "-o, --output FILE" },
-    { "summary", 1, R_SUMMARY, "FILE", "the per-job summary: FILE.json or FILE.csv" },
-    { "help", 0, R_HELP, NULL, "this text" },
-    { NULL },
+    { 'o', "output", 1, R_OUT, "FILE", "the picture: FILE.svg (SVG) or FILE.html (a page with the SVG inline)" },
+    { 0, "summary", 1, R_SUMMARY, "FILE", "the per-job summary: FILE.json or FILE.csv" },
+    { 'h', "help", 0, R_HELP, NULL, "this text" },
+    { 0 },
 };
 
 static void report_help(void)
@@ -907,37 +906,33 @@ static void report_help(void)
            "A timeline of a run from its trace (cosched run --trace): jobs and cpus by time, coloured by state\n"
            "(running, folded, frozen/waiting, characterizing, stuck), epochs marked, per-job throughput beside it.\n"
            "Without -o or --summary the per-job summary is printed as text.\n\noptions:\n");
-    cs_opt_help(stdout, report_opts, 26, NULL);
+    cs_opt_help(stdout, report_opts, NULL);
     printf("\nSee cosched(1) REPORT.\n");
 }
 
 int cs_cmd_report(int argc, char **argv)
 {
     const char *out = NULL, *sum = NULL;
-    char hint[96];
     int c;
-    struct option *lo = cs_opt_getopt(report_opts);
+    struct cs_getopt g;
 
-    opterr = 0;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, ":o:h", lo, NULL)) != -1) {
+    cs_opt_start(&g, report_opts, 0);       /* options may follow TRACE */
+    while ((c = cs_opt_next(&g, argc, argv)) != -1) {
         switch (c) {
         case R_OUT: out = optarg; break;
         case R_SUMMARY: sum = optarg; break;
-        case 'h':
-        case R_HELP: report_help(); free(lo); return 0;
+        case R_HELP: report_help(); cs_opt_end(&g); return 0;
         case ':':
-            cs_err("report: option %s needs an argument", argv[optind - 1]);
-            free(lo);
+            cs_err("report: option %s needs an argument", g.bad);
+            cs_opt_end(&g);
             return 2;
         default:
-            cs_err("report: unknown option '%s' (%ssee cosched report --help)", argv[optind - 1],
-                   cs_option_hint(argv[optind - 1], lo, hint, sizeof hint));
-            free(lo);
+            cs_err("report: unknown option '%s' (%ssee cosched report --help)", g.bad, g.hint);
+            cs_opt_end(&g);
             return 2;
         }
     }
-    free(lo);
+    cs_opt_end(&g);
     if (optind >= argc) {
         cs_err("report: which trace? usage: cosched report TRACE [-o FILE.svg|FILE.html] [--summary FILE.json|FILE.csv]");
         return 2;

@@ -5,8 +5,8 @@
  * commands (found and executable), cores, topology, policy, control backend.
  * A bad input gives one message naming it and exit status 2; nothing runs.
  *
- * Options are one declarative table (name, argument, help) from which both
- * getopt_long's table and --help are made (opts.c).  `cosched classify` takes the run
+ * Options are one declarative table (letter, name, argument, help) from which
+ * getopt_long's tables and --help are made (opts.c).  `cosched classify` takes the run
  * options listed in classify_ids plus its own, and shares run's parser.
  */
 #include "config.h"
@@ -38,33 +38,33 @@ enum {
 };
 
 static const struct cs_opt run_opts[] = {
-    { "policy", 1, O_POLICY, "NAME", "scheduling policy (default tft; `cosched policies` lists them)" },
-    { "policy-opt", 1, O_POLICY_OPT, "KEY=VALUE", "parameter for the policy (repeatable)" },
-    { "policy-path", 1, O_POLICY_PATH, "DIR", "look for policies in DIR first (repeatable)" },
-    { "quantum", 1, O_QUANTUM, "DURATION", "time quantum, 10ms to 60s (default 1s; e.g. 250ms, 2s)" },
-    { "jobs", 1, O_JOBS, "FILE", "read jobs from FILE, one per line (see JOB FILES in cosched(1))" },
-    { "trace", 1, O_TRACE, "FILE", "write one JSON object per step and per job event to FILE" },
-    { "window", 1, O_WINDOW, "DURATION", "restart every job that ends until DURATION has passed (e.g. 20s, 5m); count completions" },
-    { "cpus", 1, O_CPUS, "LIST", "manage only these cpus: 0-3,8 or numa:1, core:0-3, llc:0+core:8 (default: the cpus cosched may run on)" },
-    { "control", 1, O_CONTROL, "MECH", "auto, cgroup2, cgroup1 or signals (default auto)" },
-    { "topology", 1, O_TOPOLOGY, "SPEC", "synthetic:DESC or an hwloc XML file instead of this machine" },
-    { "threads", 1, O_THREADS, "N", "threads per job without threads= (default: managed core count)" },
-    { "output", 1, O_OUTPUT, "MODE", "prefix (default: job output with [name] prefixes), inherit, or a directory for NAME.out/NAME.err" },
-    { "counters", 1, O_COUNTERS, "SPEC", "auto (default), likwid, perf, replay:FILE or none (see cosched-counters(5))" },
-    { "profile", 1, O_PROFILE, "NAME|FILE", "counter profile (default: the one matching this CPU; cosched profiles)" },
-    { "profile-path", 1, O_PROFILE_PATH, "DIR", "look for profiles in DIR first (repeatable)" },
-    { "record-counters", 1, O_RECORD, "FILE", "write every job's counts per step to FILE (replayable)" },
-    { "omp-env", 1, O_OMP_ENV, "on|off", "set OMP_NUM_THREADS for jobs, and passive OpenMP waiting where the shim cannot apply (default on)" },
-    { "omp-shim", 1, O_OMP_SHIM, "on|off", "preload libcosched-omp.so into jobs: OpenMP teams follow the job's cores (default on)" },
-    { "kill-timeout", 1, O_KILL_TIMEOUT, "DURATION", "after forwarding SIGINT/SIGTERM, SIGKILL jobs after this (default 10s)" },
-    { "progress", 1, O_PROGRESS, "auto|on|off", "live one-line progress on stderr (default auto: on a terminal)" },
-    { "store", 1, O_STORE, "DIR|none", "profile store (default $XDG_CACHE_HOME/cosched/profiles or ~/.cache/cosched/profiles)" },
-    { "store-ttl", 1, O_STORE_TTL, "DURATION", "ignore stored profiles older than this (default 30d; e.g. 12h, 90m)" },
-    { "reprofile", 0, O_REPROFILE, NULL, "ignore stored profiles (new results still replace them)" },
-    { "verbose", 0, O_VERBOSE, NULL, "debug messages too (each plan, each counter backend's answer)" },
-    { "quiet", 0, O_QUIET, NULL, "only warnings and errors" },
-    { "help", 0, O_HELP, NULL, "this text" },
-    { NULL, 0, 0, NULL, NULL },
+    { 'p', "policy", 1, O_POLICY, "NAME", "scheduling policy (default tft; `cosched policies` lists them)" },
+    { 0, "policy-opt", 1, O_POLICY_OPT, "KEY=VALUE", "parameter for the policy (repeatable)" },
+    { 0, "policy-path", 1, O_POLICY_PATH, "DIR", "look for policies in DIR first (repeatable)" },
+    { 't', "quantum", 1, O_QUANTUM, "DURATION", "time quantum, 10ms to 60s (default 1s; e.g. 250ms, 2s)" },
+    { 0, "jobs", 1, O_JOBS, "FILE", "read jobs from FILE, one per line (see JOB FILES in cosched(1))" },
+    { 0, "trace", 1, O_TRACE, "FILE", "write one JSON object per step and per job event to FILE" },
+    { 'w', "window", 1, O_WINDOW, "DURATION", "restart every job that ends until DURATION has passed (e.g. 20s, 5m); count completions" },
+    { 'c', "cpus", 1, O_CPUS, "LIST", "manage only these cpus: 0-3,8 or numa:1, core:0-3, llc:0+core:8 (default: the cpus cosched may run on)" },
+    { 0, "control", 1, O_CONTROL, "MECH", "auto, cgroup2, cgroup1 or signals (default auto)" },
+    { 0, "topology", 1, O_TOPOLOGY, "SPEC", "synthetic:DESC or an hwloc XML file instead of this machine" },
+    { 0, "threads", 1, O_THREADS, "N", "threads per job without threads= (default: managed core count)" },
+    { 'o', "output", 1, O_OUTPUT, "MODE", "prefix (default: job output with [name] prefixes), inherit, or a directory for NAME.out/NAME.err" },
+    { 0, "counters", 1, O_COUNTERS, "SPEC", "auto (default), likwid, perf, replay:FILE or none (see cosched-counters(5))" },
+    { 0, "profile", 1, O_PROFILE, "NAME|FILE", "counter profile (default: the one matching this CPU; cosched profiles)" },
+    { 0, "profile-path", 1, O_PROFILE_PATH, "DIR", "look for profiles in DIR first (repeatable)" },
+    { 0, "record-counters", 1, O_RECORD, "FILE", "write every job's counts per step to FILE (replayable)" },
+    { 0, "omp-env", 1, O_OMP_ENV, "on|off", "set OMP_NUM_THREADS for jobs, and passive OpenMP waiting where the shim cannot apply (default on)" },
+    { 0, "omp-shim", 1, O_OMP_SHIM, "on|off", "preload libcosched-omp.so into jobs: OpenMP teams follow the job's cores (default on)" },
+    { 0, "kill-timeout", 1, O_KILL_TIMEOUT, "DURATION", "after forwarding SIGINT/SIGTERM, SIGKILL jobs after this (default 10s)" },
+    { 0, "progress", 1, O_PROGRESS, "auto|on|off", "live one-line progress on stderr (default auto: on a terminal)" },
+    { 0, "store", 1, O_STORE, "DIR|none", "profile store (default $XDG_CACHE_HOME/cosched/profiles or ~/.cache/cosched/profiles)" },
+    { 0, "store-ttl", 1, O_STORE_TTL, "DURATION", "ignore stored profiles older than this (default 30d; e.g. 12h, 90m)" },
+    { 0, "reprofile", 0, O_REPROFILE, NULL, "ignore stored profiles (new results still replace them)" },
+    { 'v', "verbose", 0, O_VERBOSE, NULL, "debug messages too (each plan, each counter backend's answer)" },
+    { 'q', "quiet", 0, O_QUIET, NULL, "only warnings and errors" },
+    { 'h', "help", 0, O_HELP, NULL, "this text" },
+    { 0 },
 };
 
 /* The run options that make sense for classify, then its own. */
@@ -73,10 +73,10 @@ static const int classify_ids[] = {
     O_OMP_SHIM, O_KILL_TIMEOUT, O_STORE, O_STORE_TTL, O_REPROFILE, O_VERBOSE, O_QUIET, 0,
 };
 static const struct cs_opt classify_own[] = {
-    { "to-end", 0, O_TO_END, NULL, "let the program run to its end (default: stop it once characterized)" },
-    { "json", 0, O_JSON, NULL, "print the result as JSON on stdout" },
-    { "help", 0, O_HELP, NULL, "this text" },
-    { NULL, 0, 0, NULL, NULL },
+    { 0, "to-end", 0, O_TO_END, NULL, "let the program run to its end (default: stop it once characterized)" },
+    { 0, "json", 0, O_JSON, NULL, "print the result as JSON on stdout" },
+    { 'h', "help", 0, O_HELP, NULL, "this text" },
+    { 0 },
 };
 
 static struct cs_opt *classify_table(void)
@@ -89,22 +89,22 @@ static struct cs_opt *classify_table(void)
                 t[n++] = *o;
     for (const struct cs_opt *o = classify_own; o->name; o++)
         t[n++] = *o;
-    t[n] = (struct cs_opt){ NULL, 0, 0, NULL, NULL };
+    t[n] = (struct cs_opt){ 0 };
     return t;
 }
 
 static const struct cs_opt topo_opts[] = {
-    { "json", 0, O_JSON, NULL, "print JSON" },
-    { "topology", 1, O_TOPOLOGY, "SPEC", "synthetic:DESC or an hwloc XML file instead of this machine" },
-    { "cpus", 1, O_CPUS, "LIST", "mark only these cpus as managed" },
-    { "help", 0, O_HELP, NULL, "this text" },
-    { NULL, 0, 0, NULL, NULL },
+    { 0, "json", 0, O_JSON, NULL, "print JSON" },
+    { 0, "topology", 1, O_TOPOLOGY, "SPEC", "synthetic:DESC or an hwloc XML file instead of this machine" },
+    { 'c', "cpus", 1, O_CPUS, "LIST", "mark only these cpus as managed" },
+    { 'h', "help", 0, O_HELP, NULL, "this text" },
+    { 0 },
 };
 
 static const struct cs_opt pol_opts[] = {
-    { "policy-path", 1, O_POLICY_PATH, "DIR", "look for policies in DIR first (repeatable)" },
-    { "help", 0, O_HELP, NULL, "this text" },
-    { NULL, 0, 0, NULL, NULL },
+    { 0, "policy-path", 1, O_POLICY_PATH, "DIR", "look for policies in DIR first (repeatable)" },
+    { 'h', "help", 0, O_HELP, NULL, "this text" },
+    { 0 },
 };
 
 /* "cosched run: --quantum 0: must be ..." */
@@ -371,7 +371,7 @@ static const char *omp_shim_path(void)
 static int run_or_classify(int argc, char **argv, struct classify *cl)
 {
     const struct cs_opt *table = cl ? classify_table() : run_opts;
-    struct option *lo = cs_opt_getopt(table);
+    struct cs_getopt g;
     struct cs_engine e = { .quantum = 1.0, .omp_env = 1, .output = CS_OUT_PREFIX, .kill_timeout = 10.0 };
     const char *policy = cl ? "classify" : "tft", *control = "auto", *topospec = NULL, *cpus = NULL,
                *jobfile = NULL, *tracefile = NULL, *counters = "auto", *profspec = NULL, *recordfile = NULL,
@@ -383,10 +383,8 @@ static int run_or_classify(int argc, char **argv, struct classify *cl)
     double store_ttl = 30 * 86400.0;
     long v;
 
-    opterr = 0;
-    optind = 1;
-    char hint[96];
-    while ((c = getopt_long(argc, argv, "+:vqh", lo, NULL)) != -1) {
+    cs_opt_start(&g, table, 1);
+    while ((c = cs_opt_next(&g, argc, argv)) != -1) {
         switch (c) {
         case O_POLICY:
             policy = optarg;
@@ -471,11 +469,9 @@ static int run_or_classify(int argc, char **argv, struct classify *cl)
             if (parse_onoff("progress", optarg, 2, &progress) < 0)     /* 2: auto */
                 goto bad;
             break;
-        case 'v':
         case O_VERBOSE:
             cs_verbosity++;
             break;
-        case 'q':
         case O_QUIET:
             cs_verbosity = CS_LOG_WARN;
             break;
@@ -497,7 +493,6 @@ static int run_or_classify(int argc, char **argv, struct classify *cl)
         case O_JSON:
             cl->json = 1;
             break;
-        case 'h':
         case O_HELP:
             if (cl)
                 cs_opt_usage("cosched classify [options] -- COMMAND [ARGS]", table);
@@ -506,9 +501,9 @@ static int run_or_classify(int argc, char **argv, struct classify *cl)
             status = 0;
             goto bad;
         case ':':
-            BAD("option %s needs an argument", argv[optind - 1]);
+            BAD("option %s needs an argument", g.bad);
         default:
-            BAD("unknown option '%s' (%ssee cosched %s --help)", argv[optind - 1], cs_option_hint(argv[optind - 1], lo, hint, sizeof hint), cmd);
+            BAD("unknown option '%s' (%ssee cosched %s --help)", g.bad, g.hint, cmd);
         }
     }
     /* auto: on a terminal, unless the jobs write to it themselves (--output
@@ -718,7 +713,7 @@ bad:
     free(search);
     free(popts);
     free(ppath);
-    free(lo);
+    cs_opt_end(&g);
     free(e.run_id);
     return status;
 }
@@ -836,16 +831,14 @@ static int classify_report(struct cs_engine *e, struct classify *cl, int status)
 
 int cs_cmd_topology(int argc, char **argv)
 {
-    struct option *lo = cs_opt_getopt(topo_opts);
+    struct cs_getopt g;
     const char *spec = NULL, *cpus = NULL;
     int json = 0, c, status = 2;
     struct cs_topo *t = NULL;
     hwloc_bitmap_t m = NULL;
 
-    opterr = 0;
-    optind = 1;
-    char hint[96];
-    while ((c = getopt_long(argc, argv, "+:h", lo, NULL)) != -1) {
+    cs_opt_start(&g, topo_opts, 1);
+    while ((c = cs_opt_next(&g, argc, argv)) != -1) {
         switch (c) {
         case O_JSON:
             json = 1;
@@ -856,15 +849,14 @@ int cs_cmd_topology(int argc, char **argv)
         case O_CPUS:
             cpus = optarg;
             break;
-        case 'h':
         case O_HELP:
-            cs_opt_usage("cosched topology [--json] [--topology SPEC] [--cpus LIST]", topo_opts);
+            cs_opt_usage("cosched topology [--json] [--topology SPEC] [-c LIST]", topo_opts);
             status = 0;
             goto bad;
         case ':':
-            BAD("option %s needs an argument", argv[optind - 1]);
+            BAD("option %s needs an argument", g.bad);
         default:
-            BAD("unknown option '%s' (%ssee cosched topology --help)", argv[optind - 1], cs_option_hint(argv[optind - 1], lo, hint, sizeof hint));
+            BAD("unknown option '%s' (%ssee cosched topology --help)", g.bad, g.hint);
         }
     }
     if (optind < argc)
@@ -877,34 +869,31 @@ bad:
     if (m)
         hwloc_bitmap_free(m);
     cs_topo_free(t);
-    free(lo);
+    cs_opt_end(&g);
     return status;
 }
 
 int cs_cmd_policies(int argc, char **argv)
 {
-    struct option *lo = cs_opt_getopt(pol_opts);
+    struct cs_getopt g;
     char **ppath = NULL, **search = NULL;
     int nppath = 0, nsearch = 0, c, status = 2;
 
-    opterr = 0;
-    optind = 1;
-    char hint[96];
-    while ((c = getopt_long(argc, argv, "+:h", lo, NULL)) != -1) {
+    cs_opt_start(&g, pol_opts, 1);
+    while ((c = cs_opt_next(&g, argc, argv)) != -1) {
         switch (c) {
         case O_POLICY_PATH:
             ppath = realloc(ppath, (nppath + 1) * sizeof *ppath);
             ppath[nppath++] = optarg;
             break;
-        case 'h':
         case O_HELP:
             cs_opt_usage("cosched policies [--policy-path DIR]", pol_opts);
             status = 0;
             goto bad;
         case ':':
-            BAD("option %s needs an argument", argv[optind - 1]);
+            BAD("option %s needs an argument", g.bad);
         default:
-            BAD("unknown option '%s' (%ssee cosched policies --help)", argv[optind - 1], cs_option_hint(argv[optind - 1], lo, hint, sizeof hint));
+            BAD("unknown option '%s' (%ssee cosched policies --help)", g.bad, g.hint);
         }
     }
     search = cs_policy_search_path(ppath, nppath, &nsearch);
@@ -914,6 +903,6 @@ bad:
         free(search[i]);
     free(search);
     free(ppath);
-    free(lo);
+    cs_opt_end(&g);
     return status;
 }

@@ -16,22 +16,22 @@ enum { S_SOCKET = 256, S_POLICY, S_POLICY_OPT, S_POLICY_PATH, S_QUANTUM, S_IDLE,
        S_VERBOSE, S_QUIET, S_HELP, S_JSON, S_ALL, S_KILL_GRACE };
 
 static const struct cs_opt serve_opts[] = {
-    { "socket", 1, S_SOCKET, "PATH", "listen here (default " CS_PROTO_SOCKET ")" },
-    { "policy", 1, S_POLICY, "NAME", "policy until a step asks for another while idle (default flca)" },
-    { "policy-opt", 1, S_POLICY_OPT, "KEY=VALUE", "parameter for the policy (repeatable)" },
-    { "policy-path", 1, S_POLICY_PATH, "DIR", "root-owned directory searched first for policies (repeatable)" },
-    { "quantum", 1, S_QUANTUM, "DURATION", "time quantum, 10ms to 60s (default 1s)" },
-    { "idle-exit", 1, S_IDLE, "DURATION", "exit after this long with no step (default 0: never)" },
-    { "detach", 0, S_DETACH, NULL, "run in the background once listening (started on demand by the plugin)" },
-    { "log", 1, S_LOG, "FILE", "messages go here with --detach (default SOCKET.log)" },
-    { "trace", 1, S_TRACE, "FILE", "one JSON line per step and per job event" },
-    { "counters", 1, S_COUNTERS, "SPEC", "auto (default) or none" },
-    { "kill-grace", 1, S_KILL_GRACE, "DURATION", "a step showing a pending kill signal is left running this long at most\n"
-      "                         (Slurm's KillWait plus a margin; default 60s)" },
-    { "verbose", 0, S_VERBOSE, NULL, "more / fewer messages", "--verbose, --quiet" },
-    { "quiet", 0, S_QUIET, NULL, NULL, NULL },
-    { "help", 0, S_HELP, NULL, NULL, NULL },
-    { NULL, 0, 0, NULL, NULL, NULL },
+    { 0, "socket", 1, S_SOCKET, "PATH", "listen here (default " CS_PROTO_SOCKET ")" },
+    { 'p', "policy", 1, S_POLICY, "NAME", "policy until a step asks for another while idle (default flca)" },
+    { 0, "policy-opt", 1, S_POLICY_OPT, "KEY=VALUE", "parameter for the policy (repeatable)" },
+    { 0, "policy-path", 1, S_POLICY_PATH, "DIR", "root-owned directory searched first for policies (repeatable)" },
+    { 't', "quantum", 1, S_QUANTUM, "DURATION", "time quantum, 10ms to 60s (default 1s)" },
+    { 0, "idle-exit", 1, S_IDLE, "DURATION", "exit after this long with no step (default 0: never)" },
+    { 0, "detach", 0, S_DETACH, NULL, "run in the background once listening (started on demand by the plugin)" },
+    { 0, "log", 1, S_LOG, "FILE", "messages go here with --detach (default SOCKET.log)" },
+    { 0, "trace", 1, S_TRACE, "FILE", "one JSON line per step and per job event" },
+    { 0, "counters", 1, S_COUNTERS, "SPEC", "auto (default) or none" },
+    { 0, "kill-grace", 1, S_KILL_GRACE, "DURATION", "a step showing a pending kill signal is left running this long at most\n"
+      "(Slurm's KillWait plus a margin; default 60s)" },
+    { 'v', "verbose", 0, S_VERBOSE, NULL, "more messages (repeat for debug)" },
+    { 'q', "quiet", 0, S_QUIET, NULL, "only warnings and errors" },
+    { 'h', "help", 0, S_HELP, NULL, "this text" },
+    { 0 },
 };
 
 #define BAD(...) do { cs_err(__VA_ARGS__); goto out; } while (0)
@@ -39,13 +39,11 @@ static const struct cs_opt serve_opts[] = {
 int cs_cmd_serve(int argc, char **argv)
 {
     struct cs_node_opts o = { .socket = CS_PROTO_SOCKET, .policy = "flca", .counters = "auto", .quantum = 1.0 };
-    struct option *lo = cs_opt_getopt(serve_opts);
+    struct cs_getopt g;
     int c, status = 2;
 
-    opterr = 0;
-    optind = 1;
-    char hint[96];
-    while ((c = getopt_long(argc, argv, "+:h", lo, NULL)) != -1) {
+    cs_opt_start(&g, serve_opts, 1);
+    while ((c = cs_opt_next(&g, argc, argv)) != -1) {
         switch (c) {
         case S_SOCKET: o.socket = optarg; break;
         case S_POLICY: o.policy = optarg; break;
@@ -83,17 +81,16 @@ int cs_cmd_serve(int argc, char **argv)
         }
         case S_VERBOSE: cs_verbosity++; break;
         case S_QUIET: cs_verbosity = CS_LOG_WARN; break;
-        case 'h':
         case S_HELP:
             printf("usage: cosched serve [options]\n\n"
                    "The node engine: co-schedules the Slurm steps that the cosched SPANK plugin registers.\n"
                    "Runs as root until SIGTERM/SIGINT (or --idle-exit); see cosched(1) SLURM.\n\n"
                    "options:\n");
-            cs_opt_help(stdout, serve_opts, 22, NULL);
+            cs_opt_help(stdout, serve_opts, NULL);
             status = 0;
             goto out;
-        case ':': BAD("option %s needs an argument", argv[optind - 1]);
-        default: BAD("unknown option '%s' (%ssee cosched serve --help)", argv[optind - 1], cs_option_hint(argv[optind - 1], lo, hint, sizeof hint));
+        case ':': BAD("option %s needs an argument", g.bad);
+        default: BAD("unknown option '%s' (%ssee cosched serve --help)", g.bad, g.hint);
         }
     }
     if (optind < argc)
@@ -102,6 +99,6 @@ int cs_cmd_serve(int argc, char **argv)
 out:
     free(o.popts);
     free(o.ppath);
-    free(lo);
+    cs_opt_end(&g);
     return status;
 }

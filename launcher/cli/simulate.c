@@ -54,26 +54,26 @@ enum {
 };
 
 static const struct cs_opt opts[] = {
-    { "node", 1, O_NODE, "FILE|NAME", "node model (NAME: share/sim/NAME.node; see " COSCHED_DOCDIR "/sim/README.md)" },
-    { "apps", 1, O_APPS, "FILE|NAME", "application models (NAME: share/sim/NAME.apps)" },
-    { "workload", 1, O_WORKLOAD, "FILE", "jobs, one app per line: APP [threads=N]" },
-    { "mix", 1, O_MIX, "APP,APP,...", "jobs given on the command line (one per app named)" },
-    { "policy", 1, O_POLICY, "P1,P2,...", "policies to run, one after the other (default tft); P may be NAME:KEY=VALUE[:...]" },
-    { "model", 1, O_MODEL, "MODEL", "interference model: analytic (default) or empirical" },
-    { "window", 1, O_WINDOW, "DURATION", "virtual time window, e.g. 60s, 10m; jobs restart until it closes (default: each runs once)" },
-    { "quantum", 1, O_QUANTUM, "DURATION", "time quantum, 10ms to 60s (default 1s)" },
-    { "seed", 1, O_SEED, "N", "seed of the model's random draws (default 1)" },
-    { "noise", 1, O_NOISE, "FRACTION", "relative noise on every simulated count, 0 to 1 (default 0)" },
-    { "trace", 1, O_TRACE, "FILE", "trace as cosched run writes it (several policies: FILE.POLICY)" },
-    { "json", 0, O_JSON, NULL, "print one JSON document on stdout" },
-    { "bound", 0, O_BOUND, NULL, "also the upper bounds of the LP over configurations (at most 64 jobs; needs GLPK)" },
-    { "oracle", 0, O_ORACLE, NULL, "the old name of --bound (the pairing oracle it replaced was no bound)" },
-    { "calibrate", 0, O_CALIBRATE, NULL, "print the model's calibration tables for the apps (no policy runs)" },
-    { "policy-path", 1, O_POLICY_PATH, "DIR", "look for policies in DIR first (repeatable)" },
-    { "verbose", 0, O_VERBOSE, NULL, "more messages (repeat for debug)" },
-    { "quiet", 0, O_QUIET, NULL, "only warnings and errors" },
-    { "help", 0, O_HELP, NULL, "this text" },
-    { NULL, 0, 0, NULL, NULL },
+    { 0, "node", 1, O_NODE, "FILE|NAME", "node model (NAME: share/sim/NAME.node; see " COSCHED_DOCDIR "/sim/README.md)" },
+    { 0, "apps", 1, O_APPS, "FILE|NAME", "application models (NAME: share/sim/NAME.apps)" },
+    { 0, "workload", 1, O_WORKLOAD, "FILE", "jobs, one app per line: APP [threads=N]" },
+    { 0, "mix", 1, O_MIX, "APP,APP,...", "jobs given on the command line (one per app named)" },
+    { 'p', "policy", 1, O_POLICY, "P1,P2,...", "policies to run, one after the other (default tft); P may be NAME:KEY=VALUE[:...]" },
+    { 0, "model", 1, O_MODEL, "MODEL", "interference model: analytic (default) or empirical" },
+    { 'w', "window", 1, O_WINDOW, "DURATION", "virtual time window, e.g. 60s, 10m; jobs restart until it closes (default: each runs once)" },
+    { 't', "quantum", 1, O_QUANTUM, "DURATION", "time quantum, 10ms to 60s (default 1s)" },
+    { 0, "seed", 1, O_SEED, "N", "seed of the model's random draws (default 1)" },
+    { 0, "noise", 1, O_NOISE, "FRACTION", "relative noise on every simulated count, 0 to 1 (default 0)" },
+    { 0, "trace", 1, O_TRACE, "FILE", "trace as cosched run writes it (several policies: FILE.POLICY)" },
+    { 0, "json", 0, O_JSON, NULL, "print one JSON document on stdout" },
+    { 0, "bound", 0, O_BOUND, NULL, "also the upper bounds of the LP over configurations (at most 64 jobs; needs GLPK)" },
+    { 0, "oracle", 0, O_ORACLE, NULL, "the old name of --bound (the pairing oracle it replaced was no bound)" },
+    { 0, "calibrate", 0, O_CALIBRATE, NULL, "print the model's calibration tables for the apps (no policy runs)" },
+    { 0, "policy-path", 1, O_POLICY_PATH, "DIR", "look for policies in DIR first (repeatable)" },
+    { 'v', "verbose", 0, O_VERBOSE, NULL, "more messages (repeat for debug)" },
+    { 'q', "quiet", 0, O_QUIET, NULL, "only warnings and errors" },
+    { 'h', "help", 0, O_HELP, NULL, "this text" },
+    { 0 },
 };
 
 #define BAD(...) do { cs_err(__VA_ARGS__); goto out; } while (0)
@@ -90,7 +90,7 @@ static void help(void)
 {
     printf("usage: cosched simulate --node FILE|NAME --apps FILE|NAME (--workload FILE | --mix APP,...) "
            "--policy P1,P2,... [options]\n\noptions:\n");
-    cs_opt_help(stdout, opts, 26, help_note);
+    cs_opt_help(stdout, opts, help_note);
 }
 
 /* A model file: a path (has a '/' or exists), else NAME.EXT in the data directory. */
@@ -746,7 +746,7 @@ out:
 
 int cs_cmd_simulate(int argc, char **argv)
 {
-    struct option *lo = cs_opt_getopt(opts);
+    struct cs_getopt g;
     const char *nodespec = NULL, *appspec = NULL, *workload = NULL, *mix = NULL, *policies = "tft",
                *tracefile = NULL, *model = "analytic";
     char **ppath = NULL, *nodefile = NULL, *appsfile = NULL, *synth = NULL, *polcopy = NULL;
@@ -760,10 +760,8 @@ int cs_cmd_simulate(int argc, char **argv)
     struct bound bd = { 0 };
     long v;
 
-    opterr = 0;
-    optind = 1;
-    char hint[96];
-    while ((c = getopt_long(argc, argv, "+:vqh", lo, NULL)) != -1) {
+    cs_opt_start(&g, opts, 1);
+    while ((c = cs_opt_next(&g, argc, argv)) != -1) {
         switch (c) {
         case O_NODE: nodespec = optarg; break;
         case O_APPS: appspec = optarg; break;
@@ -804,19 +802,16 @@ int cs_cmd_simulate(int argc, char **argv)
             ppath = realloc(ppath, (nppath + 1) * sizeof *ppath);
             ppath[nppath++] = optarg;
             break;
-        case 'v':
         case O_VERBOSE: cs_verbosity++; break;
-        case 'q':
         case O_QUIET: cs_verbosity = CS_LOG_WARN; quiet = 1; break;
-        case 'h':
         case O_HELP:
             help();
             status = 0;
             goto out;
         case ':':
-            BAD("option %s needs an argument", argv[optind - 1]);
+            BAD("option %s needs an argument", g.bad);
         default:
-            BAD("unknown option '%s' (%ssee cosched simulate --help)", argv[optind - 1], cs_option_hint(argv[optind - 1], lo, hint, sizeof hint));
+            BAD("unknown option '%s' (%ssee cosched simulate --help)", g.bad, g.hint);
         }
     }
     (void)quiet;
@@ -1076,6 +1071,6 @@ out:
     free(appsfile);
     free(synth);
     free(ppath);
-    free(lo);
+    cs_opt_end(&g);
     return status;
 }

@@ -20,36 +20,32 @@ enum { ST_JSON = 256, ST_SOCKET, ST_HELP };
 int cs_cmd_status(int argc, char **argv)
 {
     static const struct cs_opt opts[] = {
-        { "json", 0, ST_JSON, NULL, "one JSON document" },
-        { "socket", 1, ST_SOCKET, "PATH", "the engine's socket (default " CS_PROTO_SOCKET ")" },
-        { "help", 0, ST_HELP, NULL, NULL },
-        { NULL, 0, 0, NULL, NULL },
+        { 0, "json", 0, ST_JSON, NULL, "one JSON document" },
+        { 0, "socket", 1, ST_SOCKET, "PATH", "the engine's socket (default " CS_PROTO_SOCKET ")" },
+        { 'h', "help", 0, ST_HELP, NULL, "this text" },
+        { 0 },
     };
-    struct option *lo;
+    struct cs_getopt g;
     const char *sock = CS_PROTO_SOCKET;
     int json = 0, c;
     char req[256], why[PATH_MAX + 128], *rep;
 
-    lo = cs_opt_getopt(opts);
-    opterr = 0;
-    optind = 1;
-    char hint[96];
-    while ((c = getopt_long(argc, argv, "+:h", lo, NULL)) != -1) {
+    cs_opt_start(&g, opts, 1);
+    while ((c = cs_opt_next(&g, argc, argv)) != -1) {
         switch (c) {
         case ST_JSON: json = 1; break;
         case ST_SOCKET: sock = optarg; break;
-        case 'h':
         case ST_HELP:
             printf("usage: cosched status [--json] [--socket PATH]\n\n"
-                   "The steps the node engine co-schedules: yours, or every step for root.\n");
-            cs_opt_help(stdout, opts, 14, NULL);
-            free(lo);
+                   "The steps the node engine co-schedules: yours, or every step for root.\n\noptions:\n");
+            cs_opt_help(stdout, opts, NULL);
+            cs_opt_end(&g);
             return 0;
-        case ':': cs_err("option %s needs an argument", argv[optind - 1]); free(lo); return 2;
-        default: cs_err("unknown option '%s' (%ssee cosched status --help)", argv[optind - 1], cs_option_hint(argv[optind - 1], lo, hint, sizeof hint)); free(lo); return 2;
+        case ':': cs_err("option %s needs an argument", g.bad); cs_opt_end(&g); return 2;
+        default: cs_err("unknown option '%s' (%ssee cosched status --help)", g.bad, g.hint); cs_opt_end(&g); return 2;
         }
     }
-    free(lo);
+    cs_opt_end(&g);
     if (optind < argc) {
         cs_err("cosched status takes no arguments ('%s')", argv[optind]);
         return 2;
