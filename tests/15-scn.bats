@@ -8,15 +8,12 @@
 load helpers/common
 
 setup() {
-    LUA=${LUA:-lua5.4}
-    command -v "$LUA" >/dev/null || { echo "the $LUA interpreter is missing (Debian package lua5.4)" >&2; return 1; }
+    lua_needed
 }
 
 # scn CODE: run CODE with `scn` = require "cosched.scn" from the source tree
 scn() {
-    run "$LUA" -e "package.path = '$COSCHED_SRCDIR/lua/?.lua;' .. package.path
-                   local scn = require 'cosched.scn'
-                   $1"
+    lua_with cosched.scn scn "$1"
 }
 
 # refused CODE MESSAGE: CODE raises an error whose message contains MESSAGE

@@ -10,15 +10,12 @@
 load helpers/common
 
 setup() {
-    LUA=${LUA:-lua5.4}
-    command -v "$LUA" >/dev/null || { echo "the $LUA interpreter is missing (Debian package lua5.4)" >&2; return 1; }
+    lua_needed
 }
 
 # characterize CODE: run CODE with `ch` = require "cosched.characterize" from the source tree
 characterize() {
-    run "$LUA" -e "package.path = '$COSCHED_SRCDIR/lua/?.lua;' .. package.path
-                   local ch = require 'cosched.characterize'
-                   $1"
+    lua_with cosched.characterize ch "$1"
 }
 
 @test "characterize: every test of the Lua script passes" {

@@ -8,9 +8,7 @@ load helpers/jobs
 
 setup() {
     cd "$BATS_TEST_TMPDIR"
-    NCPU=$(nproc)
-    ALL="0-$((NCPU - 1))"
-    [ "$NCPU" -gt 1 ] || ALL=0
+    all_cpus
 }
 
 teardown() {

@@ -15,9 +15,7 @@ load helpers/common
 setup() {
     requires cosched python3
     cd "$BATS_TEST_TMPDIR"
-    # the shipped profiles, and nobody's ~/.config/cosched/profiles
-    export COSCHED_DATADIR=$COSCHED_SRCDIR
-    export HOME=$BATS_TEST_TMPDIR
+    shipped_data_only
     NCPU=$(nproc)
     HDR='{"format":"cosched-counters","version":1,"profile":"test-software","slots":["SW0","SW1","SW2","SW3","SW4","SW5","SW6"]}'
 }

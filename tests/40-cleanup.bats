@@ -9,8 +9,7 @@ bats_require_minimum_version 1.5.0
 
 setup() {
     cd "$BATS_TEST_TMPDIR"
-    NCPU=$(nproc)
-    ALL="0-$((NCPU - 1))"
+    all_cpus
 }
 
 teardown() {

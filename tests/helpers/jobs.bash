@@ -2,6 +2,14 @@
 
 HELPERS=${COSCHED_SRCDIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}/tests/helpers
 
+# all_cpus: NCPU, the cpus online, and ALL, their list as cosched prints it
+# ("0-3"; "0" on one cpu)
+all_cpus() {
+    NCPU=$(nproc)
+    ALL="0-$((NCPU - 1))"
+    [ "$NCPU" -gt 1 ] || ALL=0
+}
+
 # Number of cpus in a list such as 0-3,8
 cpulist_count() {
     python3 -c '
