@@ -562,6 +562,19 @@ lua_with() {
                    $3"
 }
 
+# table2_rows_pass BEFORE AFTER: every application of paper 001's Table 2
+# (tests/fixtures/table2.csv, 19 rows) has a passing line "ok N - BEFORE<app>AFTER"
+# in $output (extended regular expressions; the app's dots are escaped).
+table2_rows_pass() {
+    local app n=0
+    while IFS=, read -r app _; do
+        case $app in '#'*|app|'') continue ;; esac
+        n=$((n + 1))
+        grep -Eq "^ok [0-9]+ - $1${app//./\\.}$2" <<<"$output" || { echo "row $app did not pass" >&2; return 1; }
+    done < "$COSCHED_SRCDIR/tests/fixtures/table2.csv"
+    assert_equal "$n" 19 "number of fixture rows"
+}
+
 # lua_tap_all_ok SCRIPT: run a Lua TAP test script (tests/lua/*.lua, with the
 # source tree as its argument) and require its plan line and every test line
 # "ok N - ..." in order; skips when the interpreter is missing.
