@@ -22,15 +22,16 @@ teardown() {
     cleanup_cosched
 }
 
-# the lines of the ```sh block after "## Using it", comments kept (bash ignores them)
-using_it() {
-    awk '/^## Using it/ {s = 1} s == 1 && /^```sh/ {s = 2; next} s == 2 && /^```/ {exit} s == 2' \
+# readme_block HEADING: the lines of README's first ```sh block after the line
+# "## HEADING", comments kept (bash ignores them)
+readme_block() {
+    awk -v h="## $1" 'index($0, h) == 1 {s = 1} s == 1 && /^```sh/ {s = 2; next} s == 2 && /^```/ {exit} s == 2' \
         "$COSCHED_SRCDIR/README.md"
 }
 
 @test "README's 'Using it' block runs as printed, line by line, each exiting 0" {
     local n=0 line st T=$BATS_TEST_TMPDIR
-    using_it > block.sh
+    readme_block "Using it" > block.sh
     [ "$(wc -l < block.sh)" -ge 8 ] || { echo "README's block has $(wc -l < block.sh) lines; the awk lost it?" >&2; false; }
     head -1 block.sh | grep -q '^cd share/demo' || { echo "first line: $(head -1 block.sh)" >&2; false; }
     export PATH="$COSCHED_BUILDDIR:$PATH" COSCHED_DATADIR="$COSCHED_SRCDIR"
@@ -66,15 +67,9 @@ using_it() {
     [ -s rec.jsonl ] || { echo "no recording rec.jsonl in $PWD" >&2; false; }
 }
 
-# the lines of the ```sh block after "## The first ten minutes"
-first_ten() {
-    awk '/^## The first ten minutes/ {s = 1} s == 1 && /^```sh/ {s = 2; next} s == 2 && /^```/ {exit} s == 2' \
-        "$COSCHED_SRCDIR/README.md"
-}
-
 @test "README's 'first ten minutes' runs as printed (from the top of a built tree) and draws its picture" {
     local n=0 line st T=$BATS_TEST_TMPDIR
-    first_ten > ten.sh
+    readme_block "The first ten minutes" > ten.sh
     [ "$(wc -l < ten.sh)" -ge 3 ] || { echo "README's block has $(wc -l < ten.sh) lines" >&2; false; }
     ln -s "$COSCHED" cosched     # the top of the tree: ../../cosched from share/demo
     export COSCHED_DATADIR="$COSCHED_SRCDIR"

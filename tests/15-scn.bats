@@ -8,15 +8,12 @@
 load helpers/common
 
 setup() {
-    LUA=${LUA:-lua5.4}
-    command -v "$LUA" >/dev/null || { echo "the $LUA interpreter is missing (Debian package lua5.4)" >&2; return 1; }
+    lua_needed
 }
 
 # scn CODE: run CODE with `scn` = require "cosched.scn" from the source tree
 scn() {
-    run "$LUA" -e "package.path = '$COSCHED_SRCDIR/lua/?.lua;' .. package.path
-                   local scn = require 'cosched.scn'
-                   $1"
+    lua_with cosched.scn scn "$1"
 }
 
 # refused CODE MESSAGE: CODE raises an error whose message contains MESSAGE
@@ -31,14 +28,8 @@ refused() {
 @test "scn: all 19 applications of Table 2 get the paper's class" {
     run "$LUA" "$COSCHED_SRCDIR/tests/lua/test_scn.lua" "$COSCHED_SRCDIR"
     echo "$output"
-    local app n=0
-    while IFS=, read -r app _; do
-        case $app in '#'*|app|'') continue ;; esac
-        n=$((n + 1))
-        # exactly "ok N - app": a failing row prints "not ok N - app: got X want Y ..."
-        grep -Eq "^ok [0-9]+ - ${app//./\\.}\$" <<<"$output" || { echo "row $app did not pass" >&2; return 1; }
-    done < "$COSCHED_SRCDIR/tests/fixtures/table2.csv"
-    assert_equal "$n" 19 "number of fixture rows"
+    # exactly "ok N - app": a failing row prints "not ok N - app: got X want Y ..."
+    table2_rows_pass "" '$'
 }
 
 @test "scn: the whole Lua test script passes (reuse factors, zero traffic, thresholds, sandbox)" {

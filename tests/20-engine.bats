@@ -8,9 +8,7 @@ load helpers/jobs
 
 setup() {
     cd "$BATS_TEST_TMPDIR"
-    NCPU=$(nproc)
-    ALL="0-$((NCPU - 1))"
-    [ "$NCPU" -gt 1 ] || ALL=0
+    all_cpus
 }
 
 teardown() {
@@ -40,9 +38,7 @@ teardown() {
     "$COSCHED" run --policy gang --quantum 200ms --trace t.jsonl \
         -- "$PROGS/spin" -t "$NCPU" -c 0.8 -p a.pid ::: "$PROGS/spin" -t "$NCPU" -c 0.8 -p b.pid &
     cs=$!
-    wait_for 10 test -s a.pid
-    wait_for 10 test -s b.pid
-    a=$(cat a.pid) b=$(cat b.pid)
+    two_pids
     # the kernel shows one running while the other is stopped/frozen, both ways round
     wait_for 10 job_is_held "$b" && ! job_is_held "$a"
     wait_for 10 job_is_held "$a" && ! job_is_held "$b"
@@ -70,9 +66,7 @@ teardown() {
     "$COSCHED" run --policy tft --quantum 200ms --trace t.jsonl \
         -- "$PROGS/spin" -t 2 -c 1.2 -p a.pid ::: "$PROGS/spin" -t 2 -c 1.2 -p b.pid &
     cs=$!
-    wait_for 10 test -s a.pid
-    wait_for 10 test -s b.pid
-    a=$(cat a.pid) b=$(cat b.pid)
+    two_pids
     ca=$(task_cpus "$a") cb=$(task_cpus "$b")
     echo "a on $ca, b on $cb"
     [ "$(echo "$ca" | wc -l)" -eq 1 ]
@@ -105,9 +99,7 @@ teardown() {
     "$COSCHED" run --policy tft --quantum 100ms \
         -- "$PROGS/spin" -t 1 -L 0.5 -T a.tids -p a.pid -w 20 ::: "$PROGS/spin" -f 2 -p b.pid -w 20 &
     cs=$!
-    wait_for 10 test -s a.pid
-    wait_for 10 test -s b.pid
-    a=$(cat a.pid) b=$(cat b.pid)
+    two_pids
     # the late thread appears, and it is confined like the first
     wait_for 10 lines_at_least a.tids 2
     wait_for 5 'test "$(task_cpus "$a" | wc -l)" -eq 1'

@@ -13,9 +13,7 @@ REQUIRED="instructions cycles ipc bw_l1 bw_l2 bw_llc mem_bw llc_misses llc_refs 
 setup() {
     requires cosched
     cd "$BATS_TEST_TMPDIR"
-    # the shipped profiles, and nobody's ~/.config/cosched/profiles
-    export COSCHED_DATADIR=$COSCHED_SRCDIR
-    export HOME=$BATS_TEST_TMPDIR
+    shipped_data_only
     SHIPPED=$COSCHED_SRCDIR/profiles
 }
 

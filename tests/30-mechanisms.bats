@@ -8,8 +8,7 @@ load helpers/jobs
 
 setup() {
     cd "$BATS_TEST_TMPDIR"
-    NCPU=$(nproc)
-    ALL="0-$((NCPU - 1))"
+    all_cpus
 }
 
 teardown() {
@@ -24,9 +23,7 @@ gang_scenario() {
     "$COSCHED" run --control "$be" --policy gang --quantum 200ms --trace t.jsonl \
         -- "$PROGS/spin" -t 2 -c 1.0 -p a.pid ::: "$PROGS/spin" -t 2 -c 1.0 -p b.pid 2> err &
     cs=$!
-    wait_for 10 test -s a.pid
-    wait_for 10 test -s b.pid
-    a=$(cat a.pid) b=$(cat b.pid)
+    two_pids
     wait_for 10 job_is_held "$a"
     if job_is_held "$b"; then false; fi
     wait_for 10 job_is_held "$b"
@@ -59,9 +56,7 @@ tft_scenario() {
     "$COSCHED" run --control "$be" --policy tft --quantum 200ms --trace t.jsonl \
         -- "$PROGS/spin" -t 2 -c 1.0 -p a.pid ::: "$PROGS/spin" -t 2 -c 1.0 -p b.pid 2> err &
     cs=$!
-    wait_for 10 test -s a.pid
-    wait_for 10 test -s b.pid
-    a=$(cat a.pid) b=$(cat b.pid)
+    two_pids
     ca=$(task_cpus "$a") cb=$(task_cpus "$b")
     [ "$(echo "$ca" | wc -l)" -eq 1 ]
     [ "$(echo "$cb" | wc -l)" -eq 1 ]

@@ -15,9 +15,7 @@ load helpers/common
 setup() {
     requires cosched python3
     cd "$BATS_TEST_TMPDIR"
-    # the shipped profiles, and nobody's ~/.config/cosched/profiles
-    export COSCHED_DATADIR=$COSCHED_SRCDIR
-    export HOME=$BATS_TEST_TMPDIR
+    shipped_data_only
     NCPU=$(nproc)
     HDR='{"format":"cosched-counters","version":1,"profile":"test-software","slots":["SW0","SW1","SW2","SW3","SW4","SW5","SW6"]}'
 }
@@ -63,20 +61,12 @@ this_cpu_profile() {
 #   same OTHER                every job's k-th measured step has the same
 #                             metrics in TRACE and in OTHER (at least 2 per job)
 counters_check() {
-    python3 - "$@" <<'EOF'
+    PYTHONPATH="$COSCHED_SRCDIR/tests/helpers" python3 - "$@" <<'EOF'
 import json, math, sys
+from trace_check import read_steps
 
 def steps(path):
-    out = []
-    with open(path) as f:
-        for n, line in enumerate(f, 1):
-            try:
-                o = json.loads(line)
-            except ValueError as e:
-                sys.exit("counters_check: %s:%d: not JSON: %s" % (path, n, e))
-            if o.get("type") == "step":
-                out.append(o)
-    return out
+    return read_steps(path, "counters_check")
 
 def fail(msg):
     print("counters_check: " + msg, file=sys.stderr)

@@ -9,8 +9,7 @@ bats_require_minimum_version 1.5.0
 
 setup() {
     cd "$BATS_TEST_TMPDIR"
-    NCPU=$(nproc)
-    ALL="0-$((NCPU - 1))"
+    all_cpus
 }
 
 teardown() {
@@ -22,9 +21,7 @@ start_two() {  # start cosched with two long spin jobs under gang, backend $1
         -- "$PROGS/spin" -t 2 -p a.pid $EXTRA ::: "$PROGS/spin" -t 2 -p b.pid $EXTRA 2> err &
     cs=$!
     echo "$cs" > cosched.pid
-    wait_for 10 test -s a.pid
-    wait_for 10 test -s b.pid
-    a=$(cat a.pid) b=$(cat b.pid)
+    two_pids
 }
 
 # kill -9 cosched while one job is held; within a second everything is thawed,

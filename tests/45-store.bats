@@ -10,9 +10,7 @@ load helpers/common
 setup() {
     requires cosched python3
     cd "$BATS_TEST_TMPDIR"
-    export COSCHED_DATADIR=$COSCHED_SRCDIR
-    export HOME=$BATS_TEST_TMPDIR
-    unset XDG_CACHE_HOME
+    shipped_data_only
     mkdir -p pol
     cat > pol/fixed.lua <<'LUA'
 local logged = {}

@@ -11,9 +11,7 @@ bats_require_minimum_version 1.5.0
 setup() {
     requires cosched python3
     cd "$BATS_TEST_TMPDIR"
-    export COSCHED_DATADIR=$COSCHED_SRCDIR
-    export HOME=$BATS_TEST_TMPDIR
-    unset XDG_CACHE_HOME
+    shipped_data_only
 }
 
 teardown() {

@@ -99,6 +99,18 @@ fail:
     return NULL;
 }
 
+void cs_job_stepped(struct cs_job *j, int ran, double now)
+{
+    if (ran) {
+        j->quanta_run++;
+        j->last_run_end = now;
+        j->waited = 0;
+    } else {
+        j->quanta_frozen++;
+        j->waited = now - j->last_run_end;
+    }
+}
+
 void cs_job_free(struct cs_job *j)
 {
     if (j == NULL)

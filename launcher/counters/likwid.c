@@ -473,18 +473,6 @@ static void lw_fini(struct cs_engine *e)
     memset(&L, 0, sizeof L);
 }
 
-const struct cs_counter_ops cs_counters_likwid = {
-    .name = "likwid",
-    .probe = lw_probe,
-    .init = lw_init,
-    .job_attach = lw_attach,
-    .step_begin = lw_step_begin,
-    .read = lw_read,
-    .instance_ended = lw_job,
-    .job_release = lw_job_release,
-    .fini = lw_fini,
-};
-
 #else /* !HAVE_LIKWID */
 
 #define NOT_BUILT "not built with likwid (configure found no likwid.h/liblikwid: install likwid - Debian: " \
@@ -529,10 +517,17 @@ static void lw_job(struct cs_engine *e, struct cs_job *j)
 {
 }
 
+static void lw_job_release(struct cs_engine *e, struct cs_job *j)
+{
+}
+
 static void lw_fini(struct cs_engine *e)
 {
 }
 
+#endif
+
+/* One table for both builds: without likwid every entry refuses or does nothing. */
 const struct cs_counter_ops cs_counters_likwid = {
     .name = "likwid",
     .probe = lw_probe,
@@ -541,8 +536,6 @@ const struct cs_counter_ops cs_counters_likwid = {
     .step_begin = lw_step_begin,
     .read = lw_read,
     .instance_ended = lw_job,
-    .job_release = lw_job,
+    .job_release = lw_job_release,
     .fini = lw_fini,
 };
-
-#endif

@@ -708,14 +708,7 @@ static void step_end(struct cs_engine *e, struct stepstate *ss, const int *was_l
         int frozen_now = j->frozen && !fresh;
         j->fresh = 0;
         j->last_step_ran = ss->run[i] && !frozen_now;
-        if (j->last_step_ran) {
-            j->quanta_run++;
-            j->last_run_end = now;
-            j->waited = 0;
-        } else {
-            j->quanta_frozen++;
-            j->waited = now - j->last_run_end;
-        }
+        cs_job_stepped(j, j->last_step_ran, now);
         if (e->trace) {
             /* the cpus of the step: an instance that ended in it may have been unconfined since */
             char *c = cs_bitmap_list(ss->run[i] > 0 && ss->st && !j->allowed ? ss->st->jobs[ss->run[i] - 1].cpus

@@ -98,6 +98,20 @@ struct served {                      /* per job (j->served) */
     int nt;
 };
 
+/* Frees a job and what the node engine keeps for it (its tasks' descriptors). */
+static void served_job_free(struct cs_job *j)
+{
+    struct served *sv = j->served;
+    if (sv) {
+        for (int t = 0; t < sv->nt; t++)
+            if (sv->t[t].fd >= 0)
+                close(sv->t[t].fd);
+        free(sv->t);
+        free(sv);
+    }
+    cs_job_free(j);
+}
+
 struct conn {
     int fd;
     uid_t uid;
@@ -783,15 +797,7 @@ static int host_tidy(struct cs_engine *e)
             e->jobs[k++] = j;
             continue;
         }
-        struct served *sv = j->served;
-        if (sv) {
-            for (int t = 0; t < sv->nt; t++)
-                if (sv->t[t].fd >= 0)
-                    close(sv->t[t].fd);
-            free(sv->t);
-            free(sv);
-        }
-        cs_job_free(j);
+        served_job_free(j);
     }
     e->njobs = k;
     if (k > 0 || s->idle_exit <= 0) {
@@ -1053,17 +1059,8 @@ out:
 out_parent:
     for (int k = 0; k < s.nc; k++)
         close(s.c[k].fd);
-    for (int i = 0; i < e.njobs; i++) {
-        struct served *sv = e.jobs[i]->served;
-        if (sv) {
-            for (int t = 0; t < sv->nt; t++)
-                if (sv->t[t].fd >= 0)
-                    close(sv->t[t].fd);
-            free(sv->t);
-            free(sv);
-        }
-        cs_job_free(e.jobs[i]);
-    }
+    for (int i = 0; i < e.njobs; i++)
+        served_job_free(e.jobs[i]);
     free(e.jobs);
     free(e.run_id);
     if (e.policy)

@@ -490,14 +490,18 @@ static int sb_log(lua_State *L)
     return 0;
 }
 
-/* pcall/xpcall that do not catch limit overruns. */
-static void rethrow_limits(lua_State *L, int status)
+/* pcall/xpcall that do not catch limit overruns: a failed call raises the
+ * overrun again, else returns false and the error object. */
+static int pcall_failed(lua_State *L, int status)
 {
     struct cs_policy *p = getp(L);
     if (status == LUA_ERRMEM && p->why == OVER_NONE)
         p->why = OVER_MEM_HARD;
     if (p->why != OVER_NONE)
         lua_error(L);
+    lua_pushboolean(L, 0);
+    lua_insert(L, -2);
+    return 2;
 }
 
 static int sb_pcall(lua_State *L)
@@ -505,12 +509,8 @@ static int sb_pcall(lua_State *L)
     int status;
     luaL_checkany(L, 1);
     status = lua_pcall(L, lua_gettop(L) - 1, LUA_MULTRET, 0);
-    if (status != LUA_OK) {
-        rethrow_limits(L, status);
-        lua_pushboolean(L, 0);
-        lua_insert(L, -2);
-        return 2;
-    }
+    if (status != LUA_OK)
+        return pcall_failed(L, status);
     lua_pushboolean(L, 1);
     lua_insert(L, 1);
     return lua_gettop(L);
@@ -539,12 +539,8 @@ static int sb_xpcall(lua_State *L)
     lua_copy(L, 2, 1);                  /* msgh msgh args... f */
     lua_replace(L, 2);                  /* msgh f args... */
     status = lua_pcall(L, n - 2, LUA_MULTRET, 1);
-    if (status != LUA_OK) {
-        rethrow_limits(L, status);
-        lua_pushboolean(L, 0);
-        lua_insert(L, -2);
-        return 2;
-    }
+    if (status != LUA_OK)
+        return pcall_failed(L, status);
     lua_pushboolean(L, 1);
     lua_replace(L, 1);
     return lua_gettop(L);

@@ -21,6 +21,16 @@ fp(x) -> number
 age(wt, n, tq, cp, fp, w) -> number
     w = { w1 =, w2 =, w3 = }; WT and TQ in seconds, n the number of jobs.
 bound(w) -> w2 + w3: the largest value the CP and FP terms can add.
+pool() -> pool; pool:entries(snap, ctx, tr, w, with_fp) -> list
+    FOP's and F-LCA's aged entries: one { id, wt, class, gang, age } per
+    ready job of ctx (pairing's src:begin), in ctx.ready's order; age from
+    age(WT, #snap.jobs, snap.quantum, tr:cp(id), FP, w), FP = fp(the job's
+    fp) with with_fp (F-LCA), else 0 (FOP: no FP term).  The entry tables
+    are kept in the pool by id and refilled each plan (no garbage per
+    epoch); valid until the next call.
+fill_order(ctx, entries) -> function
+    pairing.place's fill.order for them: the ready jobs (ctx.byid) in age
+    order (select), sorted once, on the first call (only when a hole exists).
 k_default(n) -> 4 when n >= 4, else 2 (Sec. 4.4: "K = 4 for workloads with
     more than four applications, and K = 2 for workloads with less than four
     applications"; the paper leaves n = 4 open.  We take K = 4 there: with
@@ -56,6 +66,7 @@ tr:cp(id) -> number (0 when never measured)
 ]==]
 
 local ch = require "cosched.characterize"
+local rotation = require "cosched.rotation"
 
 local M = {}
 
@@ -153,20 +164,10 @@ function M.select(entries, k)
 end
 
 function M.top(entries, k, skip)
-  local best, nb = {}, 0
-  if k <= 0 then return best end
-  for i = 1, #entries do
-    local e = entries[i]
-    if not (skip and skip(e)) and (nb < k or older(e, best[nb])) then
-      local j = nb < k and nb + 1 or nb
-      while j > 1 and older(e, best[j - 1]) do
-        best[j] = best[j - 1]
-        j = j - 1
-      end
-      best[j] = e
-      if nb < k then nb = nb + 1 end
-    end
-  end
+  local best = rotation.first(#entries, k,
+    function(a, b) return older(entries[a], entries[b]) end,
+    skip and function(i) return skip(entries[i]) end)
+  for i = 1, #best do best[i] = entries[best[i]] end
   return best
 end
 
@@ -207,6 +208,40 @@ end
 
 function T:cp(id)
   return self.cps[id] or 0
+end
+
+
+local P = {}
+P.__index = P
+
+function M.pool()
+  return setmetatable({ n = 0, of = {} }, P)
+end
+
+function P:entries(snap, ctx, tr, w, with_fp)
+  local n, tq = #snap.jobs, snap.quantum
+  if self.n > 2 * n + 64 then self.of, self.n = {}, 0 end   -- forget ended jobs now and then
+  local of, info, entries = self.of, ctx.info, {}
+  for i, job in ipairs(ctx.ready) do
+    local id, e = job.id, info[job.id]
+    local x = of[id]
+    if not x then x = { id = id }; of[id] = x; self.n = self.n + 1 end
+    x.wt, x.class, x.gang = job.waited, e.class, e.gang_only
+    x.age = M.age(job.waited, n, tq, tr:cp(id), with_fp and M.fp(e.fp) or 0, w)
+    entries[i] = x
+  end
+  return entries
+end
+
+function M.fill_order(ctx, entries)
+  local memo
+  return function()
+    if not memo then
+      memo = {}
+      for i, e in ipairs(M.select(entries, #entries)) do memo[i] = ctx.byid[e.id] end
+    end
+    return memo
+  end
 end
 
 return M

@@ -461,25 +461,25 @@ local function start(self, rec)
   self.queue[#self.queue + 1] = { id = rec.id, seq = rec.seq }
 end
 
-local function finish(self, rec)
+-- a characterization ends: completed (finish) or given up (give_up)
+local function close(self, rec, degraded)
   self.done[rec.id] = true
-  rec.stored = false
   rec.characterizing = false
   rec.phase = nil
-  rec.degraded = false
-  rec.blind = false
+  rec.degraded = degraded
   rec.strike = 0
   rec.acc, rec.facc = nil, nil
 end
 
+local function finish(self, rec)
+  close(self, rec, false)
+  rec.stored = false
+  rec.blind = false
+end
+
 local function give_up(self, rec)
-  self.done[rec.id] = true
+  close(self, rec, true)
   rec.blind = rec.usable == 0
-  rec.characterizing = false
-  rec.phase = nil
-  rec.degraded = true
-  rec.strike = 0
-  rec.acc, rec.facc = nil, nil
 end
 
 local function miss(self, rec)

@@ -33,6 +33,12 @@ tests and messages.  seconds is an ESTIMATE (migrate_seconds): pages x 4096
 bytes / migrate_gbps (default 1 GB/s, a round figure, not measured).
 
 migrate_seconds(pages [, gbps]) -> estimated seconds to move the pages.
+
+check(params [, keys]) -> the parameters as numbers, or error "key = 'v':
+    expected ..." (keys.max_load: dip's max_load too).
+policy(spec) -> the whole policy table of dinuma (spec = { name =,
+    description = }) or dip (spec.dip = true: max_load too, priorities):
+    the parameters, init (check, then new) and plan.
 ]==]
 
 local rotation = require "cosched.rotation"
@@ -441,6 +447,36 @@ function M.check(params, keys)
   if keys and keys.max_load then num("max_load", 0, true) end
   if params.migrate_gbps ~= nil then num("migrate_gbps", 0, true) end
   return out
+end
+
+
+function M.policy(spec)
+  local planner
+  local params = {
+    devil_mpki = { default = 10, help = "devil (memory-intensive) when MPKI > devil_mpki; no counters: class S" },
+    migrate_every = { default = 10, help = "a job changes domain (its memory migrates) at most once per this many epochs" },
+    min_gain = { default = 0.5, help = "rebalance only when the imbalance drops by more than this" },
+    alpha = { default = 0.5, help = "EWMA weight of the newest MPKI sample, in (0, 1]" },
+    migrate_gbps = { default = 1, help = "page migration rate (GB/s) for the ESTIMATED migration time in the log" },
+  }
+  if spec.dip then
+    params.max_load = { default = 2,
+      help = "devils avoid priority jobs' domains while another domain's threads per CPU stay <= this" }
+  end
+  return {
+    api = 1,
+    name = spec.name,
+    description = spec.description,
+    params = params,
+    init = function(p)
+      local v = M.check(p, spec.dip and { max_load = true } or nil)
+      v.name, v.dip = spec.name, spec.dip or nil
+      planner = M.new(v)
+    end,
+    plan = function(snap)
+      return planner:plan(snap)
+    end,
+  }
 end
 
 return M

@@ -650,20 +650,10 @@ function M.static(opts)
         local D = M.domains(snap, ctx.budget)
         local want = D - 1
         if want > 0 then
-          local best, nb = {}, 0          -- sorted, at most want unit indices
-          for k = 1, nu do
-            if k ~= first and not info[units[k][1]].gang_only
-                and (nb < want or before(k, best[nb], uq, uk, uid)) then
-              local j = nb < want and nb + 1 or nb
-              while j > 1 and before(k, best[j - 1], uq, uk, uid) do
-                best[j] = best[j - 1]
-                j = j - 1
-              end
-              best[j] = k
-              if nb < want then nb = nb + 1 end
-            end
-          end
-          for j = 1, nb do pick[#pick + 1] = units[best[j]] end
+          local best = rotation.first(nu, want,      -- sorted, at most want unit indices
+            function(a, b) return before(a, b, uq, uk, uid) end,
+            function(k) return k == first or info[units[k][1]].gang_only end)
+          for j = 1, #best do pick[#pick + 1] = units[best[j]] end
         end
       end
       local memo
@@ -703,9 +693,75 @@ end
 
 M.split_levels = { auto = true, llc = true, numa = true, core = true, pu = true }
 
--- The whole policy table of a statically paired, sort-balanced policy (lbb,
--- llcmrb and their folded variants differ only in name, sort key and fold):
--- spec = { name =, description =, key = "bw" | "mpki", fold = bool, shares_cpus = bool }.
+--[==[ M.balance_policy(spec) -> the whole policy table of a statically paired,
+sort-balanced policy: lbb, llcmrb and their folded variants flbb, fllcmrb
+(paper 001, Sec. 2 and 5), which differ only in name, sort key and fold.
+spec = { name =, description =, key = "bw" | "mpki", fold = bool, shares_cpus = bool }.
+Their files point here for what they share:
+
+Plan: every epoch, one step of one quantum.
+  - Jobs: cosched.characterize characterizes every job when it arrives (and on
+    a phase change); until it is ready a job runs only in its characterization
+    placement (an LLC domain of its own), the policy's own jobs use part.left
+    and one ready class N job may use part.shared.  Without counters (or with
+    --policy-opt characterize=no) nothing is measured: the class is the job's
+    hint (job.class), unknown counts as N, and the key is the class rank.
+  - Key (spec.key, key_of above): "bw", the job's memory bandwidth: bw_llc of
+    its characterization (the bandwidth into the LLC, i.e. from memory,
+    measured standalone), else mem_bw, else bw_llc of its last counted step;
+    "mpki", its LLC miss rate as MPKI (misses per thousand instructions): mpki
+    of its characterization, else mpki of its last counted step.  The paper's
+    Table 2 gives misses per second; per instruction is what cosched counts
+    and does not grow with the cores a job is given.
+    When some ready job has no measured key, every job is sorted by its class
+    rank instead, S > C > N (S streams from memory and misses the LLC, C reuses
+    the LLC, N neither), ties by id: mixing measured and ranked keys would
+    compare unlike things (sort_key above).
+  - Pairs (topbottom): sorted by key, descending; the first with the last, the
+    second with the second last, ...; with an odd count the middle job runs
+    alone.  Gang-only jobs (characterization found FP "significantly higher
+    than 2", Sec. 6: lock contention) are not paired: each is a unit of its
+    own that runs alone on all the CPUs.  The pairs are formed once per set of
+    ready jobs and kept (Sec. 5: "pairs are statically determined at the start
+    of the scheduling"); a job arriving, ending or becoming ready forms them
+    again (static above).
+  - Rotation: the units (pairs, singles) take turns round robin: each epoch
+    the unit owed most runs (cosched.rotation's order over units: never ran,
+    then waited longest in whole quanta, then fewer quanta, then lowest id).
+    With U units on a one-LLC node every unit runs once in any U consecutive
+    quanta (no starvation).  A unit's figures are its most owed member's
+    (longest wait, fewest quanta): a member that also ran as a filler of
+    residual cores never makes its partner wait longer.
+  - Multi-LLC and NUMA nodes (Sec. 6, "richer memory hierarchies"): with D
+    islands (LLC domains, split by NUMA node), up to D non-gang units run in
+    the same step, unit i on group i of groups (G = units run, at most D; see
+    "Hierarchy and thread counts" in cosched-policy(7), SHIPPED POLICIES):
+    pairs are placed per island, so co-runners share a cache and a memory link
+    only within a pair.  Round robin then serves D units per quantum.
+  - fold = false (lbb, llcmrb): each pair runs unfolded, as the paper runs it:
+    both jobs on ALL the CPUs of their group with shared = true, so that all
+    threads of both applications run in the quantum and the kernel time-shares
+    them (2p threads on p cores in the paper's setting);
+    fold = true (flbb, fllcmrb): each pair is folded (TFT, Sec. 4.1): its
+    group of CPUs is cut in two halves with cosched.cpus.split (LLC boundaries
+    when the group spans several LLCs, else between cores; parameter split),
+    one job per half, no CPU shared;
+  - a single job (odd count, gang-only, only one ready) gets its whole group.
+
+Parameters (--policy-opt key=value):
+  split = auto          where halves are cut (folded policies): auto, llc, numa, core, pu
+  characterize = yes    yes: cosched.characterize classifies and measures; no: hints only
+  standalone_quanta, folded_quanta: passed to cosched.characterize
+
+Threads: a job gets its group (or half) whatever its thread count (Sec. 6,
+arbitrary thread counts, is not addressed beyond this).
+
+When not to use them: the pairs are static, so one bad pair stays bad for the
+whole run (Sec. 5: "a pair exhibiting high contention, once created by these
+schedulers, is used for the entire execution"); unfolded (lbb, llcmrb), pairs
+double the threads per core: jobs that do not scale are better folded (flbb,
+fllcmrb); folded, S-C pairs still thrash the cache (use flca, which pairs by
+class and ages). ]==]
 function M.balance_policy(spec)
   local src, plan
   return {

@@ -20,6 +20,13 @@ pick(snap, k [, jobs])
     The first k jobs of order() (fewer if there are fewer jobs); by
     selection when k is small (O(n)), else by sorting.
 
+first(n, k, before [, skip]) -> indices
+    The first k of the indices 1..n in the order before(i, j) (a strict
+    total order), leaving out those skip(i) is true for: a selection, one
+    pass, O(n) comparisons plus O(k) per index that enters the k first;
+    what pick() uses for small k, and the other policies' selections of the
+    k oldest or most owed (cosched.ageing, cosched.pairing, cachefair).
+
 Cost: the keys are read once per job; order() packs them into one integer
 per job (never-ran bit, waited quanta, quanta run, id) and sorts integers
 when they fit (ids and waits below 2^20, quanta below 2^22), else sorts
@@ -115,9 +122,17 @@ function M.pick(snap, k, jobs)
     for i = 1, math.min(k, #list) do out[i] = list[i] end
     return out
   end
+  local best = M.first(n, k, before)
+  local out = {}
+  for i = 1, #best do out[i] = jobs[best[i]] end
+  return out
+end
+
+function M.first(n, k, before, skip)
   local best, nb = {}, 0
+  if k <= 0 then return best end
   for i = 1, n do
-    if nb < k or before(i, best[nb]) then
+    if not (skip and skip(i)) and (nb < k or before(i, best[nb])) then
       local j = nb < k and nb + 1 or nb
       while j > 1 and before(i, best[j - 1]) do
         best[j] = best[j - 1]
@@ -127,9 +142,7 @@ function M.pick(snap, k, jobs)
       if nb < k then nb = nb + 1 end
     end
   end
-  local out = {}
-  for i = 1, nb do out[i] = jobs[best[i]] end
-  return out
+  return best
 end
 
 return M

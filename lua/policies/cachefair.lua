@@ -109,6 +109,7 @@ equation"); the goal is performance isolation, not throughput.
 
 local cpus = require "cosched.cpus"
 local regress = require "cosched.regress"
+local rotation = require "cosched.rotation"
 
 local S                                  -- state, see reset()
 
@@ -425,26 +426,17 @@ local function plan(snap)
     if hk[a] ~= hk[b] then return hk[a] < hk[b] end
     return ids[a] < ids[b]
   end
-  local best, nb = {}, 0
+  local best
   if slots * 8 > n then                       -- most of them: sort
+    best = {}
     for i = 1, n do best[i] = i end
     table.sort(best, before)
     for i = n, slots + 1, -1 do best[i] = nil end
-    nb = #best
-  end
-  for i = 1, (nb > 0 and 0 or n) do
-    if nb < slots or before(i, best[nb]) then
-      local j = nb < slots and nb + 1 or nb
-      while j > 1 and before(i, best[j - 1]) do
-        best[j] = best[j - 1]
-        j = j - 1
-      end
-      best[j] = i
-      if nb < slots then nb = nb + 1 end
-    end
+  else                                        -- a few: select
+    best = rotation.first(n, slots, before)
   end
   local order = {}
-  for i = 1, nb do order[i] = jobs[best[i]] end
+  for i = 1, #best do order[i] = jobs[best[i]] end
 
   local G = math.max(1, math.min(D, math.ceil(slots / p.corun)))
   local groups = llc_groups(snap, G)

@@ -94,27 +94,9 @@ latency-critical jobs (use dip and give them priority > 0).
 
 local spread = require "cosched.numa_spread"
 
-local planner
-
-return {
-  api = 1,
+-- the parameters (devil_mpki, migrate_every, min_gain, alpha, migrate_gbps)
+-- and the planner: cosched.numa_spread
+return spread.policy {
   name = "dinuma",
   description = "DI-NUMA: memory-intensive jobs spread over NUMA nodes, memory migrated with them (paper 002)",
-  params = {
-    devil_mpki = { default = 10, help = "devil (memory-intensive) when MPKI > devil_mpki; no counters: class S" },
-    migrate_every = { default = 10, help = "a job changes domain (its memory migrates) at most once per this many epochs" },
-    min_gain = { default = 0.5, help = "rebalance only when the imbalance drops by more than this" },
-    alpha = { default = 0.5, help = "EWMA weight of the newest MPKI sample, in (0, 1]" },
-    migrate_gbps = { default = 1, help = "page migration rate (GB/s) for the ESTIMATED migration time in the log" },
-  },
-
-  init = function(params)
-    local v = spread.check(params)
-    v.name = "dinuma"
-    planner = spread.new(v)
-  end,
-
-  plan = function(snap)
-    return planner:plan(snap)
-  end,
 }

@@ -50,28 +50,10 @@ into fewer domains).
 
 local spread = require "cosched.numa_spread"
 
-local planner
-
-return {
-  api = 1,
+-- the parameters (devil_mpki, migrate_every, min_gain, alpha, migrate_gbps, max_load)
+-- and the planner: cosched.numa_spread
+return spread.policy {
   name = "dip",
   description = "DIP: DI-NUMA with priority jobs (priority > 0) placed first and isolated from devils (paper 002)",
-  params = {
-    devil_mpki = { default = 10, help = "devil (memory-intensive) when MPKI > devil_mpki; no counters: class S" },
-    migrate_every = { default = 10, help = "a job changes domain (its memory migrates) at most once per this many epochs" },
-    min_gain = { default = 0.5, help = "rebalance only when the imbalance drops by more than this" },
-    alpha = { default = 0.5, help = "EWMA weight of the newest MPKI sample, in (0, 1]" },
-    migrate_gbps = { default = 1, help = "page migration rate (GB/s) for the ESTIMATED migration time in the log" },
-    max_load = { default = 2, help = "devils avoid priority jobs' domains while another domain's threads per CPU stay <= this" },
-  },
-
-  init = function(params)
-    local v = spread.check(params, { max_load = true })
-    v.name, v.dip = "dip", true
-    planner = spread.new(v)
-  end,
-
-  plan = function(snap)
-    return planner:plan(snap)
-  end,
+  dip = true,         -- priorities first, and the max_load parameter
 }

@@ -148,7 +148,7 @@ bound jobs (Sec. 6) belong to another scheduler.
 local pairing = require "cosched.pairing"
 local ageing = require "cosched.ageing"
 
-local pool = { n = 0 }                  -- id -> its entry, refilled each plan
+local pool = ageing.pool()              -- id -> its entry, refilled each plan
 local src, tr, k_param, split, pair_quanta, continue_epoch
 -- the epoch in progress: { t0 = snap.now of its plan, rounds = { { units =,
 -- gang =, dur = }, ... } } (step 6); nil when none may be continued
@@ -245,30 +245,12 @@ return {
     local ctx = src:begin(snap)
     tr:observe(snap, ctx.info)
     local n, tq = #snap.jobs, snap.quantum
-    -- one entry table per job, kept and refilled (valid for this plan only)
-    if pool.n > 2 * n + 64 then pool = { n = 0 } end
-    local entries = {}
-    for i, job in ipairs(ctx.ready) do
-      local id, e = job.id, ctx.info[job.id]
-      local x = pool[id]
-      if not x then x = { id = id }; pool[id] = x; pool.n = pool.n + 1 end
-      x.wt, x.class, x.gang = job.waited, e.class, e.gang_only
-      x.age = ageing.age(job.waited, n, tq, tr:cp(id), ageing.fp(e.fp), W)
-      entries[i] = x
-    end
+    local entries = pool:entries(snap, ctx, tr, W, true)
     local steps = {}
     if #entries > 0 and #ctx.budget > 0 then
-      local fill = { ctx = ctx }
-      local memo
-      function fill.order()
-        -- residual cores: the ready jobs in age order (pairing.fill_holes),
-        -- sorted only when a hole exists, once per plan
-        if not memo then
-          memo = {}
-          for i, e in ipairs(ageing.select(entries, #entries)) do memo[i] = ctx.byid[e.id] end
-        end
-        return memo
-      end
+      -- residual cores: the ready jobs in age order (pairing.fill_holes),
+      -- sorted only when a hole exists, once per plan
+      local fill = { ctx = ctx, order = ageing.fill_order(ctx, entries) }
       local rounds = continue_epoch and not ctx.pending and rest_of_epoch(snap, ctx)
       if not rounds then
         rounds = {}

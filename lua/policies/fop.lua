@@ -55,7 +55,7 @@ possibility of interference itself"); it pairs jobs blindly - use flca.
 local pairing = require "cosched.pairing"
 local ageing = require "cosched.ageing"
 
-local pool = { n = 0 }                  -- id -> its entry, refilled each plan
+local pool = ageing.pool()              -- id -> its entry, refilled each plan
 local src, tr, k_param, split
 local W = { w1 = 1, w2 = 1, w3 = 0 }
 
@@ -91,17 +91,7 @@ return {
     local ctx = src:begin(snap)
     tr:observe(snap, ctx.info)
     local n, tq = #snap.jobs, snap.quantum
-    -- one entry table per job, kept and refilled (valid for this plan only)
-    if pool.n > 2 * n + 64 then pool = { n = 0 } end
-    local entries = {}
-    for i, job in ipairs(ctx.ready) do
-      local id, e = job.id, ctx.info[job.id]
-      local x = pool[id]
-      if not x then x = { id = id }; pool[id] = x; pool.n = pool.n + 1 end
-      x.wt, x.gang = job.waited, e.gang_only
-      x.age = ageing.age(job.waited, n, tq, tr:cp(id), 0, W)
-      entries[i] = x
-    end
+    local entries = pool:entries(snap, ctx, tr, W, false)   -- FOP's age: no FP term
     local steps = {}
     if #entries > 0 and #ctx.budget > 0 then
       -- the oldest job; unless it is gang-only, the k oldest non-gang jobs
@@ -122,14 +112,7 @@ return {
           end
         end
       end
-      local memo
-      local fill = not oldest.gang and { ctx = ctx, order = function()
-        if not memo then
-          memo = {}
-          for i, e in ipairs(ageing.select(entries, #entries)) do memo[i] = ctx.byid[e.id] end
-        end
-        return memo
-      end } or nil
+      local fill = not oldest.gang and { ctx = ctx, order = ageing.fill_order(ctx, entries) } or nil
       local jobs, shared = pairing.place(snap, units, ctx.budget, true, split, fill)
       steps[1] = { duration = tq, jobs = jobs, shared = shared or nil }
     end

@@ -48,10 +48,7 @@ int main(int argc, char **argv)
 	double seconds = o.seconds;
 	int quiet = o.quiet;
 
-	int threads = 1;
-#ifdef _OPENMP
-	threads = omp_get_max_threads();
-#endif
+	int threads = demo_threads();
 
 	long done = 0;
 	double checksum = 0.0, t0 = now(), elapsed;

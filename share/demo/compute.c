@@ -61,14 +61,7 @@ static double item(int it, long iter)
 int main(int argc, char **argv)
 {
 	struct demo_args o = demo_parse(argc, argv, DEFAULT_ITERATIONS, 0);
-	long iterations = o.iterations;
-	double seconds = o.seconds;
-	int quiet = o.quiet;
-
-	int threads = 1;
-#ifdef _OPENMP
-	threads = omp_get_max_threads();
-#endif
+	int threads = demo_threads();
 
 	long done = 0;
 	double checksum = 0.0, t0 = now(), elapsed;
@@ -78,13 +71,11 @@ int main(int argc, char **argv)
 		for (int it = 0; it < ITEMS; it++)
 			sum += item(it, done);
 		checksum += sum;
-		done++;
-		elapsed = now() - t0;
-		if (iterations ? done >= iterations : elapsed >= seconds)
+		if (demo_over(&o, &done, t0, &elapsed))
 			break;
 	}
 
-	if (!quiet)
+	if (!o.quiet)
 		printf(PROG ": %ld iterations, %d thread%s, %.2f s, %.1f GFLOP/s, checksum %.6e\n",
 		       done, threads, threads == 1 ? "" : "s", elapsed,
 		       2.0 * CHAINS * STEPS * ITEMS * done / elapsed / 1e9, checksum);

@@ -1,7 +1,8 @@
 /*
- * demo.h - what the three demo workloads share: argument checking with one
- * message per bad argument (exit 2) and a monotonic clock.  Include it after
- * defining PROG (the program's name) and USAGE (its usage line).
+ * demo.h - what the demo workloads share: argument checking with one
+ * message per bad argument (exit 2), a monotonic clock, the thread count and
+ * the end of the timed loop.  Include it after defining PROG (the program's
+ * name) and USAGE (its usage line), and after <omp.h> when _OPENMP.
  */
 #ifndef COSCHED_DEMO_H
 #define COSCHED_DEMO_H
@@ -82,6 +83,26 @@ static double now(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* The threads an OpenMP parallel region gets (1 without OpenMP). */
+static inline int demo_threads(void)
+{
+#ifdef _OPENMP
+	return omp_get_max_threads();
+#else
+	return 1;
+#endif
+}
+
+/* After each iteration of the timed loop: counts it in *done, sets *elapsed
+ * (seconds since t0) and says whether the run is over (-n ITERATIONS done,
+ * or -s SECONDS passed). */
+static inline int demo_over(const struct demo_args *o, long *done, double t0, double *elapsed)
+{
+	++*done;
+	*elapsed = now() - t0;
+	return o->iterations ? *done >= o->iterations : *elapsed >= o->seconds;
 }
 
 #endif

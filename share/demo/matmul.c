@@ -69,20 +69,13 @@ static void multiply(const double *restrict a, const double *restrict b, double 
 int main(int argc, char **argv)
 {
 	struct demo_args o = demo_parse(argc, argv, DEFAULT_ITERATIONS, 0);
-	long iterations = o.iterations;
-	double seconds = o.seconds;
-	int quiet = o.quiet;
-
 	size_t bytes = (size_t)N * N * sizeof(double);
 	double *a = malloc(bytes), *b = malloc(bytes), *cm = malloc(bytes);
 	if (!a || !b || !cm) {
 		fprintf(stderr, PROG ": cannot allocate 3 x %zu MiB: %s\n", bytes >> 20, strerror(errno));
 		return 1;
 	}
-	int threads = 1;
-#ifdef _OPENMP
-	threads = omp_get_max_threads();
-#endif
+	int threads = demo_threads();
 
 #pragma omp parallel for schedule(static)
 	for (int i = 0; i < N; i++)
@@ -97,9 +90,7 @@ int main(int argc, char **argv)
 	for (;;) {
 		multiply(a, b, cm);
 		__asm__ volatile("" ::: "memory");
-		done++;
-		elapsed = now() - t0;
-		if (iterations ? done >= iterations : elapsed >= seconds)
+		if (demo_over(&o, &done, t0, &elapsed))
 			break;
 	}
 
@@ -122,7 +113,7 @@ int main(int argc, char **argv)
 		}
 	}
 
-	if (!quiet)
+	if (!o.quiet)
 		printf(PROG ": %ld iterations, %d thread%s, %.2f s, %.1f GFLOP/s, checksum %.6e\n",
 		       done, threads, threads == 1 ? "" : "s", elapsed,
 		       2.0 * N * N * N * done / elapsed / 1e9, sum);

@@ -47,9 +47,7 @@
 int main(int argc, char **argv)
 {
 	struct demo_args o = demo_parse(argc, argv, DEFAULT_ITERATIONS, DEFAULT_MIB);
-	long iterations = o.iterations, mib = o.mib;
-	double seconds = o.seconds;
-	int quiet = o.quiet;
+	long mib = o.mib;
 
 	size_t n = (size_t)mib * 1024 * 1024 / sizeof(double);
 	double *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b), *cc = malloc(n * sizeof *cc);
@@ -57,10 +55,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, PROG ": cannot allocate 3 x %ld MiB: %s\n", mib, strerror(errno));
 		return 1;
 	}
-	int threads = 1;
-#ifdef _OPENMP
-	threads = omp_get_max_threads();
-#endif
+	int threads = demo_threads();
 
 	/* First touch by the threads that will stream the data (same static schedule). */
 #pragma omp parallel for schedule(static)
@@ -79,9 +74,7 @@ int main(int argc, char **argv)
 			a[i] = b[i] + scalar * cc[i];
 		/* The stores of every triad must happen: nothing reads a until the end. */
 		__asm__ volatile("" ::: "memory");
-		done++;
-		elapsed = now() - t0;
-		if (iterations ? done >= iterations : elapsed >= seconds)
+		if (demo_over(&o, &done, t0, &elapsed))
 			break;
 	}
 
@@ -93,7 +86,7 @@ int main(int argc, char **argv)
 	int ok = sum == 7.0 * (double)n;
 
 	double gbs = 3.0 * (double)n * sizeof(double) * (double)done / elapsed / 1e9;
-	if (!quiet)
+	if (!o.quiet)
 		printf(PROG ": %ld iterations, %d thread%s, %.2f s, %.1f GB/s, %ld MiB, checksum %.6e\n",
 		       done, threads, threads == 1 ? "" : "s", elapsed, gbs, 3 * mib, sum);
 	free(a);

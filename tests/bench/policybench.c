@@ -300,14 +300,7 @@ static void run_step(struct cs_engine *e, const struct cs_plan_step *st, int *ru
         j->last_step_cpu = cpu;
         j->last_step_ncpus = ncpus;
         j->steps_live++;
-        if (run[i] && !j->frozen) {
-            j->quanta_run++;
-            j->last_run_end = now;
-            j->waited = 0;
-        } else {
-            j->quanta_frozen++;
-            j->waited = now - j->last_run_end;
-        }
+        cs_job_stepped(j, run[i] && !j->frozen, now);
     }
 }
 

@@ -537,6 +537,44 @@ _cs_thaw_all() {
     return 0
 }
 
+# shipped_data_only: cosched finds the source tree's profiles and policies
+# (COSCHED_DATADIR) and nothing of the user's: HOME is the test's directory
+# (no ~/.config/cosched/profiles, no ~/.cache/cosched/profiles store) and
+# XDG_CACHE_HOME is unset.
+shipped_data_only() {
+    export COSCHED_DATADIR=$COSCHED_SRCDIR
+    export HOME=$BATS_TEST_TMPDIR
+    unset XDG_CACHE_HOME
+}
+
+# lua_needed: set LUA (default lua5.4) and fail, saying which Debian package
+# has it, when that interpreter is missing (for the pure-Lua tiers' setup).
+lua_needed() {
+    LUA=${LUA:-lua5.4}
+    command -v "$LUA" >/dev/null || { echo "the $LUA interpreter is missing (Debian package lua5.4)" >&2; return 1; }
+}
+
+# lua_with MODULE NAME CODE: run (bats' run) CODE in $LUA with NAME = require
+# MODULE, the module from the source tree (lua/).
+lua_with() {
+    run "$LUA" -e "package.path = '$COSCHED_SRCDIR/lua/?.lua;' .. package.path
+                   local $2 = require '$1'
+                   $3"
+}
+
+# table2_rows_pass BEFORE AFTER: every application of paper 001's Table 2
+# (tests/fixtures/table2.csv, 19 rows) has a passing line "ok N - BEFORE<app>AFTER"
+# in $output (extended regular expressions; the app's dots are escaped).
+table2_rows_pass() {
+    local app n=0
+    while IFS=, read -r app _; do
+        case $app in '#'*|app|'') continue ;; esac
+        n=$((n + 1))
+        grep -Eq "^ok [0-9]+ - $1${app//./\\.}$2" <<<"$output" || { echo "row $app did not pass" >&2; return 1; }
+    done < "$COSCHED_SRCDIR/tests/fixtures/table2.csv"
+    assert_equal "$n" 19 "number of fixture rows"
+}
+
 # lua_tap_all_ok SCRIPT: run a Lua TAP test script (tests/lua/*.lua, with the
 # source tree as its argument) and require its plan line and every test line
 # "ok N - ..." in order; skips when the interpreter is missing.

@@ -2,6 +2,22 @@
 
 HELPERS=${COSCHED_SRCDIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}/tests/helpers
 
+# all_cpus: NCPU, the cpus online, and ALL, their list as cosched prints it
+# ("0-3"; "0" on one cpu)
+all_cpus() {
+    NCPU=$(nproc)
+    ALL="0-$((NCPU - 1))"
+    [ "$NCPU" -gt 1 ] || ALL=0
+}
+
+# two_pids: wait (10 s each) for the pid files a.pid and b.pid of two jobs
+# just started (spin -p), then a and b are their pids
+two_pids() {
+    wait_for 10 test -s a.pid
+    wait_for 10 test -s b.pid
+    a=$(cat a.pid) b=$(cat b.pid)
+}
+
 # Number of cpus in a list such as 0-3,8
 cpulist_count() {
     python3 -c '

@@ -6,6 +6,7 @@
 --   local snap = node:snapshot(params)       -- read-only proxies, as the engine's
 --   local ok, err = fake.validate(snap, plan)   -- the engine's plan checks
 --   node:run(plan)                           -- "run" the steps: waited, quanta, last
+--   local p, params = fake.load_policy(srcdir, "lbb", { split = "core" })   -- a shipped policy, init'ed
 --
 -- Topology: `cores` cores of one hardware thread each (cpus 0..cores-1), cut in
 -- `llcs` contiguous LLC domains of equal size (one NUMA node and package per
@@ -177,6 +178,55 @@ function Node:run(plan, epoch_hook)
     ran[#ran + 1] = ids
   end
   return ran
+end
+
+-- fake.load_policy(srcdir, name [, opts]) -> policy table, params: loads
+-- SRCDIR/lua/policies/NAME.lua, checks its name and api, and calls its init
+-- with its parameters' defaults overridden by opts (an unknown key is an
+-- error), as strings in a read-only table, as the engine passes them.
+function M.load_policy(srcdir, name, opts)
+  local p = assert(dofile(srcdir .. "/lua/policies/" .. name .. ".lua"))
+  assert(p.name == name and p.api == 1, "bad policy table")
+  local params = {}
+  for k, d in pairs(p.params or {}) do params[k] = tostring(d.default) end
+  for k, v in pairs(opts or {}) do
+    assert(p.params[k], "unknown param " .. k)
+    params[k] = tostring(v)
+  end
+  params = ro(params)
+  if p.init then p.init(params) end
+  return p, params
+end
+
+-- fake.table2(srcdir) -> rows, by_app: paper 001's Table 2
+-- (SRCDIR/tests/fixtures/table2.csv), one row a table keyed by the header's
+-- column names; bw_l1, bw_l2 and bw_llc as numbers, p_l2 and p_llc the reuse
+-- columns as numbers ("-": math.huge); by_app[app] = its row.
+function M.table2(srcdir)
+  local path = srcdir .. "/tests/fixtures/table2.csv"
+  local f = assert(io.open(path, "r"))
+  local header, rows, by = nil, {}, {}
+  for line in f:lines() do
+    if not (line:match("^%s*$") or line:match("^#")) then   -- not blank, not a comment
+      local cells = {}
+      for c in (line .. ","):gmatch("([^,]*),") do cells[#cells + 1] = c end
+      if not header then
+        header = cells
+      else
+        local r = {}
+        for i, h in ipairs(header) do r[h] = cells[i] end
+        for _, k in ipairs({ "bw_l1", "bw_l2", "bw_llc" }) do
+          r[k] = assert(tonumber(r[k]), "bad number in " .. path .. ": " .. line)
+        end
+        r.p_l2 = r.reuse_l2 == "-" and math.huge or assert(tonumber(r.reuse_l2))
+        r.p_llc = r.reuse_llc == "-" and math.huge or assert(tonumber(r.reuse_llc))
+        rows[#rows + 1] = r
+        by[r.app] = r
+      end
+    end
+  end
+  f:close()
+  return rows, by
 end
 
 return M

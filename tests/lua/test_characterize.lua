@@ -20,18 +20,9 @@ local ch = require "cosched.characterize"
 local HUGE = math.huge
 
 -- ------------------------------------------------------------------ harness
-local results = {}
-
-local function check(name, fn)
-    local ok, a, b = pcall(fn)
-    if not ok then
-        results[#results + 1] = { ok = false, name = name .. ": error: " .. tostring(a) }
-    elseif a then
-        results[#results + 1] = { ok = true, name = name }
-    else
-        results[#results + 1] = { ok = false, name = name .. (b and (": " .. tostring(b)) or "") }
-    end
-end
+local tap = require "tap"
+local fake = require "fakenode"
+local check = tap.check
 
 local function near(x, y, eps)
     return type(x) == "number" and type(y) == "number" and math.abs(x - y) <= (eps or 1e-9) * math.max(1, math.abs(y))
@@ -61,30 +52,7 @@ local function set_of(l)
 end
 
 -- ------------------------------------------------------------------ Table 2
-local function load_csv(path)
-    local fh = assert(io.open(path, "r"))
-    local header, rows = nil, {}
-    for line in fh:lines() do
-        if not (line:match("^%s*$") or line:match("^#")) then
-            local cells = {}
-            for cell in (line .. ","):gmatch("([^,]*),") do cells[#cells + 1] = cell end
-            if not header then
-                header = cells
-            else
-                local r = {}
-                for i, h in ipairs(header) do r[h] = cells[i] end
-                for _, k in ipairs({ "bw_l1", "bw_l2", "bw_llc" }) do r[k] = assert(tonumber(r[k])) end
-                rows[#rows + 1] = r
-            end
-        end
-    end
-    fh:close()
-    return rows
-end
-
-local rows = load_csv(srcdir .. "/tests/fixtures/table2.csv")
-local row = {}
-for _, r in ipairs(rows) do row[r.app] = r end
+local rows, row = fake.table2(srcdir)
 
 -- per-core IPC column of Table 2 (paper 001), not in the fixture
 local table2_ipc = {
@@ -109,7 +77,7 @@ local function app(name, over)
 end
 
 -- ------------------------------------------------------------------ read-only proxies (as the engine's)
-local ro = require("fakenode").ro
+local ro = fake.ro
 
 local function copy(v)
     if type(v) ~= "table" then return v end
@@ -1361,16 +1329,4 @@ check("job.stored without bw or numbers: ready, class kept, measurements nil", f
     return i.ready and i.class == "S" and i.gang_only and i.ipc_standalone == nil and i.bw.llc == nil
 end)
 
--- ------------------------------------------------------------------ report
-print("1.." .. #results)
-local failed = 0
-for i, r in ipairs(results) do
-    if r.ok then
-        print(string.format("ok %d - %s", i, r.name))
-    else
-        failed = failed + 1
-        print(string.format("not ok %d - %s", i, r.name))
-    end
-end
-if failed > 0 then print(string.format("# %d of %d failed", failed, #results)) end
-os.exit(failed == 0 and 0 or 1)
+tap.finish()

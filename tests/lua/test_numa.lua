@@ -67,19 +67,7 @@ local function snapshot(topo, jobs, epoch)
                    topology = { cores = topo.cores, llcs = topo.llcs, numa = topo.numa }, jobs = list }
 end
 
-local function load_policy(name, opts)
-  local p = assert(dofile(srcdir .. "/lua/policies/" .. name .. ".lua"))
-  assert(p.name == name and p.api == 1, "bad policy table")
-  local params = {}
-  for k, d in pairs(p.params or {}) do params[k] = tostring(d.default) end
-  for k, v in pairs(opts or {}) do
-    assert(p.params[k], "unknown param " .. k)
-    params[k] = tostring(v)
-  end
-  params = fake.ro(params)
-  if p.init then p.init(params) end
-  return p, params
-end
+local function load_policy(name, opts) return fake.load_policy(srcdir, name, opts) end
 
 local function plan_ok(snap, plan)
   local ok, err = fake.validate(snap, plan)

@@ -205,19 +205,7 @@ end)
 local NAMES = { "lbb", "llcmrb", "flbb", "fllcmrb", "lca", "fop", "flca" }
 local FOLDED = { flbb = true, fllcmrb = true, fop = true, flca = true }
 
-local function load_policy(name, opts)
-  local p = assert(dofile(srcdir .. "/lua/policies/" .. name .. ".lua"))
-  assert(p.name == name and p.api == 1, "bad policy table")
-  local params = {}
-  for k, d in pairs(p.params or {}) do params[k] = tostring(d.default) end
-  for k, v in pairs(opts or {}) do
-    assert(p.params[k], "unknown param " .. k)
-    params[k] = tostring(v)
-  end
-  params = fake.ro(params)
-  if p.init then p.init(params) end
-  return p, params
-end
+local function load_policy(name, opts) return fake.load_policy(srcdir, name, opts) end
 
 local function run_epoch(node, p, params)
   local snap = node:snapshot(params)

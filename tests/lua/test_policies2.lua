@@ -16,19 +16,7 @@ local tap = require "tap"
 local check, results = tap.check, tap.results
 local function near(x, y, eps) return type(x) == "number" and math.abs(x - y) <= (eps or 1e-9) end
 
-local function load_policy(name, opts)
-  local p = assert(dofile(srcdir .. "/lua/policies/" .. name .. ".lua"))
-  assert(p.name == name and p.api == 1, "bad policy table")
-  local params = {}
-  for k, d in pairs(p.params or {}) do params[k] = tostring(d.default) end
-  for k, v in pairs(opts or {}) do
-    assert(p.params[k], "unknown param " .. k)
-    params[k] = tostring(v)
-  end
-  params = fake.ro(params)
-  if p.init then p.init(params) end
-  return p, params
-end
+local function load_policy(name, opts) return fake.load_policy(srcdir, name, opts) end
 
 -- a local of the policy file, reached through the upvalues of plan() (tests only)
 local function upvalue(fn, want, seen)

@@ -3,25 +3,16 @@
 -- Run: lua5.4 tests/lua/test_scn.lua SRCDIR        (prints TAP; exit 1 on any failure)
 
 local srcdir = arg[1] or "."
-package.path = srcdir .. "/lua/?.lua;" .. package.path
+package.path = srcdir .. "/lua/?.lua;" .. srcdir .. "/tests/lua/?.lua;" .. package.path
 local scn = require "cosched.scn"
 
 local NCORES = 8          -- Table 2 was measured with 8 threads on 8 cores (Sec. 4.1)
 local HUGE = math.huge
 
 -- ------------------------------------------------------------------ harness
-local results = {}        -- { ok = bool, name = string, diag = {string...} }
-
-local function check(name, fn)
-    local ok, a, b = pcall(fn)
-    if not ok then
-        results[#results + 1] = { ok = false, name = name .. ": error: " .. tostring(a) }
-    elseif a then
-        results[#results + 1] = { ok = true, name = name, diag = b }
-    else
-        results[#results + 1] = { ok = false, name = name .. (b and (": " .. b) or "") }
-    end
-end
+local tap = require "tap"
+local fake = require "fakenode"
+local check, results = tap.check, tap.results
 
 local function fmt(x)
     if x == HUGE then return "inf" end
@@ -35,36 +26,7 @@ local function mb(row, opts_ncores)
 end
 
 -- ------------------------------------------------------------------ fixture
-local function load_csv(path)
-    local f = assert(io.open(path, "r"))
-    local header, rows = nil, {}
-    for line in f:lines() do
-        if line:match("^%s*$") or line:match("^#") then
-            -- comment or blank
-        else
-            local cells = {}
-            for c in (line .. ","):gmatch("([^,]*),") do cells[#cells + 1] = c end
-            if not header then
-                header = cells
-            else
-                local r = {}
-                for i, h in ipairs(header) do r[h] = cells[i] end
-                for _, k in ipairs({ "bw_l1", "bw_l2", "bw_llc" }) do
-                    r[k] = assert(tonumber(r[k]), "bad number in " .. path .. ": " .. line)
-                end
-                r.p_l2 = r.reuse_l2 == "-" and HUGE or assert(tonumber(r.reuse_l2))
-                r.p_llc = r.reuse_llc == "-" and HUGE or assert(tonumber(r.reuse_llc))
-                rows[#rows + 1] = r
-            end
-        end
-    end
-    f:close()
-    return rows
-end
-
-local rows = load_csv(srcdir .. "/tests/fixtures/table2.csv")
-local by = {}
-for _, r in ipairs(rows) do by[r.app] = r end
+local rows, by = fake.table2(srcdir)
 
 check("fixture has the 19 applications of Table 2", function()
     return #rows == 19, "got " .. #rows .. " rows"
@@ -284,21 +246,4 @@ check("module loads with only the sandbox's globals and sets none", function()
     return type(mod) == "table" and cls == "N" and #touched == 0, table.concat(touched, ", ")
 end)
 
--- ------------------------------------------------------------------ report
-print("1.." .. #results)
-local failed = 0
-for i, r in ipairs(results) do
-    if r.ok then
-        print(string.format("ok %d - %s", i, r.name))
-    else
-        failed = failed + 1
-        print(string.format("not ok %d - %s", i, r.name))
-    end
-    if type(r.diag) == "table" then
-        for _, l in ipairs(r.diag) do print("# " .. l) end
-    end
-end
-if failed > 0 then
-    print(string.format("# %d of %d failed", failed, #results))
-end
-os.exit(failed == 0 and 0 or 1)
+tap.finish()
