@@ -8,7 +8,9 @@
 #ifndef COSCHED_FUZZ_H
 #define COSCHED_FUZZ_H
 
-#define _GNU_SOURCE
+#ifndef _GNU_SOURCE              /* config.h, included first by some harnesses, sets it too */
+#define _GNU_SOURCE 1
+#endif
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
