@@ -159,11 +159,12 @@ int cs_cmd_profiles(int argc, char **argv)
                 json_t *models = json_array();
                 for (int m = 0; m < p->nmodels; m++)
                     json_array_append_new(models, json_pack("[i, i]", p->models[m].lo, p->models[m].hi));
-                json_object_update(o, json_pack("{s:s, s:o, s:s, s:i, s:o, s:b, s:i, s:i}", "status", "ok",
-                                                "description", cs_json_text(p->description), "vendor",
-                                                cs_profile_vendor_name(p->vendor), "family", p->family, "models",
-                                                models, "test", p->test, "events", p->nevents, "metrics",
-                                                p->nmetrics));
+                json_t *ok = json_pack("{s:s, s:o, s:s, s:i, s:o, s:b, s:i, s:i}", "status", "ok",
+                                       "description", cs_json_text(p->description), "vendor",
+                                       cs_profile_vendor_name(p->vendor), "family", p->family, "models",
+                                       models, "test", p->test, "events", p->nevents, "metrics", p->nmetrics);
+                json_object_update(o, ok);      /* copies ok's members: it is still ours to free */
+                json_decref(ok);
             }
             json_array_append_new(profs, o);
         }
