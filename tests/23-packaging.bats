@@ -119,6 +119,22 @@ complete_words() {
     assert_equal "$output" "PATH=$p/bin MANPATH=$p/share/man COSCHED_ROOT:=$p" "the modulefile's paths"
 }
 
+# issue 16 item 10: "the plugin path is written three different ways (man page, install, README)"
+@test "the plugin's path: README, plugin/README and cosched-spank(8) give one plugstack.conf line, where the Debian package puts it" {
+    local lines
+    lines=$(grep -h '^ *optional .*cosched\.so' "$COSCHED_SRCDIR/README.md" "$COSCHED_SRCDIR/plugin/README" \
+        "$COSCHED_SRCDIR/share/man/cosched-spank.8" | sed 's/\\-/-/g; s/^ *//' | sort | uniq -c)
+    echo "$lines"
+    [ "$(echo "$lines" | wc -l)" -eq 1 ] && [ "$(echo "$lines" | awk '{ print $1 }')" -eq 3 ] ||
+        { echo "want one line, written the same in all three"; false; }
+    path=$(echo "$lines" | awk '{ print $3 }')
+    # debian/cosched-slurm.install's glob (its * the multiarch triplet), debian/rules' configure option
+    glob=/$(grep 'cosched\.so$' "$COSCHED_SRCDIR/debian/cosched-slurm.install")
+    [[ $path == $glob ]] || { echo "$path is not where debian/cosched-slurm.install puts the plugin ($glob)"; false; }
+    grep -qx 'SLURM_PLUGINDIR = /usr/lib/$(DEB_HOST_MULTIARCH)/slurm-wlm' "$COSCHED_SRCDIR/debian/rules"
+    [[ $path == /usr/lib/*/slurm-wlm/cosched.so ]]
+}
+
 @test "the RPM spec: rpmspec parses it, two packages, the plugin in cosched-slurm" {
     command -v rpmspec >/dev/null || skip "needs rpmspec (Debian package rpm; share/setup.sh installs it)"
     spec=$COSCHED_BUILDDIR/cosched.spec
