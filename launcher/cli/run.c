@@ -507,9 +507,11 @@ static int run_or_classify(int argc, char **argv, struct classify *cl)
         }
     }
     /* auto: on a terminal, unless the jobs write to it themselves (--output
-     * inherit), where nothing could keep the line off their output */
+     * inherit), where nothing could keep the line off their output, or
+     * --quiet asked for warnings and errors only (as quiet does in other
+     * tools; --progress on still draws it) */
     if (progress == 2)
-        progress = isatty(2) && e.output != CS_OUT_INHERIT;
+        progress = isatty(2) && e.output != CS_OUT_INHERIT && cs_verbosity > CS_LOG_WARN;
     e.progress = cl ? 0 : progress;
     if (cl) {
         if (optind < argc && strcmp(argv[optind], "--") == 0)
