@@ -81,6 +81,12 @@ complete_words() {
     echo "$output" | grep -qx "gang,flca" || { echo "simulate -p gang,fl<TAB>: $output"; false; }
     run complete_words cosched run -o in
     assert_equal "$output" "inherit" "run -o in<TAB>"
+    run complete_words cosched run -c nu
+    assert_equal "$output" "numa:" "run -c nu<TAB>: a topology spec"
+    run complete_words cosched topology --cpus c
+    assert_equal "$output" "core:" "topology --cpus c<TAB>"
+    run complete_words cosched run -c 0-
+    assert_equal "$output" "" "run -c 0-<TAB>: a cpu list only the user knows"
     run complete_words cosched run -t ''
     assert_equal "$output" "" "run -t <TAB>: a duration only the user knows"
 }
