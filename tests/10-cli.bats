@@ -83,6 +83,9 @@ refuse() {
     # simulate: the model names that exist
     refuse "--node paper01: no such file, and no paper01.node in" simulate --node paper01 --apps table2 --mix 3mm,jacobi
     assert_contains "$output" "(did you mean paper001? known:"
+    refuse "--mix: unknown app 'jacobii' (did you mean jacobi? apps of " simulate --node paper001 --apps table2 --mix 3mm,jacobii
+    refuse "--profile skylakex: no skylakex.txt in the profile search path (did you mean skylakeX? cosched profiles lists them)" \
+        run --profile skylakex -- touch started
 }
 
 # Short options (issue 16 deliver 5; the letters and why: cosched(1) OPTIONS

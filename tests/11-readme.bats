@@ -84,3 +84,26 @@ readme_block() {
     grep -q 'data-state="folded"' first.html || { echo "tft folded nobody?" >&2; false; }
     [ -f "$COSCHED_SRCDIR/docs/first-run.svg" ] || { echo "README's picture docs/first-run.svg is missing" >&2; false; }
 }
+
+# cosched(1) EXAMPLES (issue 16 item 1: the man page's first example failed
+# with the shipped demo programs): every line, as printed, in the demo folder
+# the page says they run in.
+@test "cosched(1) EXAMPLES run as printed in the demo folder, each exiting 0" {
+    local n=0 line st T=$BATS_TEST_TMPDIR
+    # the lines between .nf and .fi after .SH EXAMPLES, roff's \- as -
+    awk '/^\.SH EXAMPLES/ {s = 1} s == 1 && /^\.nf/ {s = 2; next} s == 2 && /^\.fi/ {exit} s == 2' \
+        "$COSCHED_SRCDIR/share/man/cosched.1" | sed 's/\\-/-/g' > examples.sh
+    [ "$(wc -l < examples.sh)" -ge 4 ] || { echo "cosched(1) EXAMPLES: $(cat examples.sh)" >&2; false; }
+    export PATH="$COSCHED_BUILDDIR:$PATH" COSCHED_DATADIR="$COSCHED_SRCDIR"
+    cd share/demo
+    while IFS= read -r line; do
+        n=$((n + 1))
+        st=0
+        eval "$line" > "$T/ex.$n" 2>&1 < /dev/null || st=$?
+        [ "$st" = 0 ] || { echo "cosched(1) EXAMPLES line $n: $line"; echo "exit $st; output:"; cat "$T/ex.$n"; false; } >&2
+    done < "$T/examples.sh"
+    # the first co-schedules the three kernels, and each ends well
+    [ "$(grep -c 'exit 0$' "$T/ex.1")" -eq 3 ] || { echo "line 1: $(head -1 "$T/examples.sh")"; cat "$T/ex.1"; false; } >&2
+    grep -q '<svg' run.html
+    [ "$(wc -l < run.csv)" -eq 4 ] || { echo "run.csv:"; cat run.csv; false; } >&2
+}

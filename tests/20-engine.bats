@@ -188,7 +188,7 @@ PY
 # (\r ESC[K): job output and messages must begin such a remainder, never
 # follow the progress text on its line (issue 16 item 2: "completed
 # 0[compute] compute: 140 iterations").
-@test "progress line on a terminal: never on a line with job output or messages; none when stderr is not one, nor with --output inherit" {
+@test "progress line on a terminal: never on a line with job output or messages; none when stderr is not one, nor with --output inherit or --quiet" {
     command -v script >/dev/null || skip "script(1) not installed (bsdutils)"
     requires python3
     script -qec "'$COSCHED' run --policy gang --quantum 50ms -- sh -c 'for i in 1 2 3 4 5 6; do echo out\$i; sleep 0.04; done' ::: '$PROGS/spin' -c 0.1" /dev/null > tty.out
@@ -233,6 +233,11 @@ PY
     [ "$status" -eq 0 ]
     script -qec "'$COSCHED' run --policy gang --quantum 50ms --output inherit -- '$PROGS/spin' -c 0.1" /dev/null > inherit.out
     if grep -q "epoch" inherit.out; then cat -v inherit.out; false; fi
+    # --quiet: warnings and errors only, on a terminal too; --progress on still draws it
+    script -qec "'$COSCHED' run -q --policy gang --quantum 50ms -- '$PROGS/spin' -c 0.1" /dev/null > quiet.out
+    if grep -q "epoch" quiet.out; then cat -v quiet.out; false; fi
+    script -qec "'$COSCHED' run -q --progress on --policy gang --quantum 50ms -- '$PROGS/spin' -c 0.1" /dev/null > quieton.out
+    grep -q "epoch" quieton.out || { cat -v quieton.out; false; }
     run "$COSCHED" run --policy gang --quantum 50ms -- "$PROGS/spin" -c 0.1
     [ "$status" -eq 0 ]
     if echo "$output" | grep -q "completed"; then false; fi

@@ -209,4 +209,8 @@ assert s["jobs"][0]["name"] == "a<&>\"b", s["jobs"][0]
     python3 "$CHECK" nonblank h.png
     # the folded state's colour and both jobs' colours are on the page
     python3 "$CHECK" colours h.png '#1e88e5' '#9467bd' '#17becf'
+    # in a window narrower than the picture (a laptop's) the page scales it down to fit, the
+    # per-job columns at its right included: every rectangle where the scaled SVG puts it
+    shoot r.html n.png $((w * 3 / 4 + 32)) 900
+    python3 "$CHECK" pixels n.png r.svg 3 16
 }

@@ -81,6 +81,12 @@ complete_words() {
     echo "$output" | grep -qx "gang,flca" || { echo "simulate -p gang,fl<TAB>: $output"; false; }
     run complete_words cosched run -o in
     assert_equal "$output" "inherit" "run -o in<TAB>"
+    run complete_words cosched run -c nu
+    assert_equal "$output" "numa:" "run -c nu<TAB>: a topology spec"
+    run complete_words cosched topology --cpus c
+    assert_equal "$output" "core:" "topology --cpus c<TAB>"
+    run complete_words cosched run -c 0-
+    assert_equal "$output" "" "run -c 0-<TAB>: a cpu list only the user knows"
     run complete_words cosched run -t ''
     assert_equal "$output" "" "run -t <TAB>: a duration only the user knows"
 }
@@ -101,6 +107,12 @@ complete_words() {
         [ -s "$doc/$f" ] || { echo "a man page names $f; $doc/$f is not installed"; false; }
     done
     "$COSCHED" profiles --help | grep -q "Format: .*/share/doc/cosched/profiles/README.md"
+    # the demo folder README and cosched(1) EXAMPLES run in: the kernels and demo.jobs, every command it names beside it
+    demo=root$p/libexec/cosched/demo
+    [ -s "$demo/demo.jobs" ] || { echo "no demo.jobs beside the installed kernels:"; ls "$demo"; false; }
+    for c in $(sed -n '/^[^#]/s/.* -- \([^ ]*\).*/\1/p' "$demo/demo.jobs"); do
+        [ -x "$demo/$c" ] || { echo "demo.jobs names $c, not installed in $demo"; false; }
+    done
     [ -s "root$p/share/bash-completion/completions/cosched" ]
     [ -s "root$p/lib/systemd/system/cosched-engine.service" ]
     mf=root$p/share/modulefiles/cosched/0.1.0.lua
@@ -117,6 +129,22 @@ complete_words() {
     echo "$output"
     [ "$status" -eq 0 ]
     assert_equal "$output" "PATH=$p/bin MANPATH=$p/share/man COSCHED_ROOT:=$p" "the modulefile's paths"
+}
+
+# issue 16 item 10: "the plugin path is written three different ways (man page, install, README)"
+@test "the plugin's path: README, plugin/README and cosched-spank(8) give one plugstack.conf line, where the Debian package puts it" {
+    local lines
+    lines=$(grep -h '^ *optional .*cosched\.so' "$COSCHED_SRCDIR/README.md" "$COSCHED_SRCDIR/plugin/README" \
+        "$COSCHED_SRCDIR/share/man/cosched-spank.8" | sed 's/\\-/-/g; s/^ *//' | sort | uniq -c)
+    echo "$lines"
+    [ "$(echo "$lines" | wc -l)" -eq 1 ] && [ "$(echo "$lines" | awk '{ print $1 }')" -eq 3 ] ||
+        { echo "want one line, written the same in all three"; false; }
+    path=$(echo "$lines" | awk '{ print $3 }')
+    # debian/cosched-slurm.install's glob (its * the multiarch triplet), debian/rules' configure option
+    glob=/$(grep 'cosched\.so$' "$COSCHED_SRCDIR/debian/cosched-slurm.install")
+    [[ $path == $glob ]] || { echo "$path is not where debian/cosched-slurm.install puts the plugin ($glob)"; false; }
+    grep -qx 'SLURM_PLUGINDIR = /usr/lib/$(DEB_HOST_MULTIARCH)/slurm-wlm' "$COSCHED_SRCDIR/debian/rules"
+    [[ $path == /usr/lib/*/slurm-wlm/cosched.so ]]
 }
 
 @test "the RPM spec: rpmspec parses it, two packages, the plugin in cosched-slurm" {
@@ -175,8 +203,11 @@ complete_words() {
         grep -q " \.$f\$" contents || { echo "not in cosched: $f"; cat contents; false; }
     done
     ! grep -q 'cosched\.so$' contents
+    # the job file beside the demo kernels, not made executable by dh_fixperms
+    grep -q '^-rw-r--r-- .* \./usr/libexec/cosched/demo/demo\.jobs$' contents ||
+        { echo "demo.jobs:"; grep demo contents; false; }
     if command -v lintian >/dev/null; then
-        # errors and warnings, each fixed or overridden with a reason (debian/cosched.lintian-overrides)
+        # errors and warnings fail; none is overridden (debian/README.packaging: the informational tags left)
         run lintian --fail-on error,warning "cosched_0.1.0_${arch}.deb" "cosched-slurm_0.1.0_${arch}.deb"
         echo "$output"
         [ "$status" -eq 0 ]

@@ -78,6 +78,11 @@ PY
     # nothing can be counted: the result comes in the first plan and the
     # program is stopped at once, possibly before it wrote its pid file
     if [ -s spin.pid ] && pid_alive "$(cat spin.pid)"; then false; fi
+    # stopped as asked: the summary does not read as a failure (as "signal 15" alone did)
+    assert_contains "$output" "ok, stopped by cosched (signal 15)"
+    # at once: not after 3 s of characterization quanta that measure nothing (issue 16 item 6)
+    cpu=$(echo "$output" | awk '$2 == "spin" && $3 == "1" { print $6 }')
+    python3 -c "import sys; sys.exit(0 if float('$cpu') < 1.0 else 1)" || { echo "cpu_s $cpu: not stopped at once"; false; }
     [ ! -e st ] || [ -z "$(ls -A st)" ] || { echo "stored: $(ls -A st)"; false; }
     run "$COSCHED" classify --json --store st --counters none --quantum 100ms -- "$PROGS/spin" -c 5
     [ "$status" -eq 0 ]

@@ -758,11 +758,15 @@ static void html(FILE *f, const struct model *m)
     char nb[32];
     fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>cosched report: ");
     xml(f, m->file);
+    /* the picture fits the window (scaled down, never up): a page wider
+     * than the window would hide the per-job columns at its right; the
+     * table scrolls on its own */
     fprintf(f, "</title>\n<style>body{font-family:sans-serif;margin:16px;color:#222}"
+               "svg{display:block;max-width:100%%;height:auto}div.t{overflow-x:auto}"
                "table{border-collapse:collapse;margin-top:12px}td,th{border:1px solid #ccc;padding:3px 8px;"
                "text-align:right}td.n,th.n{text-align:left}</style>\n</head>\n<body>\n");
     svg(f, m, 0);
-    fprintf(f, "<table>\n<tr><th>id</th><th class=\"n\">job</th><th>threads</th><th>instances</th>"
+    fprintf(f, "<div class=\"t\"><table>\n<tr><th>id</th><th class=\"n\">job</th><th>threads</th><th>instances</th>"
                "<th>completed</th><th>runs/s</th><th>CPU s</th>");
     for (int s = 0; s < NSTATES; s++)
         fprintf(f, "<th>%s s</th>", st_name[s]);
@@ -777,7 +781,7 @@ static void html(FILE *f, const struct model *m)
             fprintf(f, "<td>%.2f</td>", j->sec[s]);
         fprintf(f, "<td>%d</td></tr>\n", j->characterized);
     }
-    fprintf(f, "</table>\n<p>Throughput: completed instances per second of the traced run (%.2f s). "
+    fprintf(f, "</table></div>\n<p>Throughput: completed instances per second of the traced run (%.2f s). "
                "Made by cosched %s.</p>\n</body>\n</html>\n", duration(m), PACKAGE_VERSION);
 }
 

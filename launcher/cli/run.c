@@ -57,12 +57,12 @@ static const struct cs_opt run_opts[] = {
     { 0, "omp-env", 1, O_OMP_ENV, "on|off", "set OMP_NUM_THREADS for jobs, and passive OpenMP waiting where the shim cannot apply (default on)" },
     { 0, "omp-shim", 1, O_OMP_SHIM, "on|off", "preload libcosched-omp.so into jobs: OpenMP teams follow the job's cores (default on)" },
     { 0, "kill-timeout", 1, O_KILL_TIMEOUT, "DURATION", "after forwarding SIGINT/SIGTERM, SIGKILL jobs after this (default 10s)" },
-    { 0, "progress", 1, O_PROGRESS, "auto|on|off", "live one-line progress on stderr (default auto: on a terminal)" },
+    { 0, "progress", 1, O_PROGRESS, "auto|on|off", "live one-line progress on stderr (default auto: on a terminal, not with -q)" },
     { 0, "store", 1, O_STORE, "DIR|none", "profile store (default $XDG_CACHE_HOME/cosched/profiles or ~/.cache/cosched/profiles)" },
     { 0, "store-ttl", 1, O_STORE_TTL, "DURATION", "ignore stored profiles older than this (default 30d; e.g. 12h, 90m)" },
     { 0, "reprofile", 0, O_REPROFILE, NULL, "ignore stored profiles (new results still replace them)" },
     { 'v', "verbose", 0, O_VERBOSE, NULL, "debug messages too (each plan, each counter backend's answer)" },
-    { 'q', "quiet", 0, O_QUIET, NULL, "only warnings and errors" },
+    { 'q', "quiet", 0, O_QUIET, NULL, "only warnings and errors (no progress line, no summary)" },
     { 'h', "help", 0, O_HELP, NULL, "this text" },
     { 0 },
 };
@@ -507,9 +507,11 @@ static int run_or_classify(int argc, char **argv, struct classify *cl)
         }
     }
     /* auto: on a terminal, unless the jobs write to it themselves (--output
-     * inherit), where nothing could keep the line off their output */
+     * inherit), where nothing could keep the line off their output, or
+     * --quiet asked for warnings and errors only (as quiet does in other
+     * tools; --progress on still draws it) */
     if (progress == 2)
-        progress = isatty(2) && e.output != CS_OUT_INHERIT;
+        progress = isatty(2) && e.output != CS_OUT_INHERIT && cs_verbosity > CS_LOG_WARN;
     e.progress = cl ? 0 : progress;
     if (cl) {
         if (optind < argc && strcmp(argv[optind], "--") == 0)

@@ -159,10 +159,17 @@ static int add_wjob(struct wjob **w, int *n, const struct cs_sim_apps *a, const 
     const struct cs_sim_app *app = cs_sim_app_find(a, name);
     if (!app) {
         char known[2048] = "";
-        for (int i = 0; i < a->napps; i++)
+        const char **names = calloc(a->napps ? a->napps : 1, sizeof *names);
+        for (int i = 0; i < a->napps; i++) {
             snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", i ? ", " : "",
                      a->apps[i].name);
-        cs_err("%s: unknown app '%s' (apps of %s: %s)", where, name, a->file, known);
+            if (names)
+                names[i] = a->apps[i].name;
+        }
+        const char *near = names ? cs_closest(name, names, a->napps) : NULL;
+        cs_err("%s: unknown app '%s' (%s%s%sapps of %s: %s)", where, name, near ? "did you mean " : "",
+               near ? near : "", near ? "? " : "", a->file, known);
+        free(names);
         return -1;
     }
     *w = realloc(*w, (*n + 1) * sizeof **w);

@@ -177,6 +177,7 @@ struct cs_job {
     int last_step_ran;         /* it ran in the last step (an instance restarted in it counts) */
     int characterized;         /* characterizations the policy completed for it (plan()'s results) */
     int cut_by_window;         /* its last instance was stopped by --window's end (not a failure) */
+    int stopped_by_us;         /* its last instance ended by cs_engine_stop_job()'s signal (not a failure) */
     hwloc_bitmap_t step_cpus;  /* cores the current/last step gave it (empty: frozen in it) */
     void *ctl;                 /* backend private state */
     /* counters (counters.h) */

@@ -1479,8 +1479,27 @@ struct cs_profile *cs_profile_find(const char *spec, char *const *extra, int nex
         }
         free(f);
     }
-    if (!found)
-        cs_err("--profile %s: no %s.txt in the profile search path (cosched profiles lists them)", spec, spec);
+    if (!found) {
+        /* the closest profile name in the path, for a typo (skylakex) */
+        char *names[128];
+        size_t nn = 0;
+        for (int i = 0; i < n; i++) {
+            DIR *d = opendir(dirs[i]);
+            struct dirent *de;
+            while (d && (de = readdir(d)) != NULL && nn < 128) {
+                size_t l = strlen(de->d_name);
+                if (l > 4 && strcmp(de->d_name + l - 4, ".txt") == 0)
+                    names[nn++] = cs_strdup_printf("%.*s", (int)(l - 4), de->d_name);
+            }
+            if (d)
+                closedir(d);
+        }
+        const char *near = cs_closest(spec, (const char *const *)names, nn);
+        cs_err("--profile %s: no %s.txt in the profile search path (%s%s%scosched profiles lists them)", spec, spec,
+               near ? "did you mean " : "", near ? near : "", near ? "? " : "");
+        for (size_t i = 0; i < nn; i++)
+            free(names[i]);
+    }
     for (int i = 0; i < n; i++)
         free(dirs[i]);
     free(dirs);

@@ -872,6 +872,7 @@ static void instance_end(struct cs_engine *e, struct runstate *rs, struct cs_job
                        (was_stopped && WIFSIGNALED(status));
     int ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
     j->cut_by_window = rs->window_closed && killed_by_us;
+    j->stopped_by_us = !j->cut_by_window && was_stopped && WIFSIGNALED(status);
     if (ok)
         j->runs_done++;
     else if (!killed_by_us) {
@@ -1094,6 +1095,8 @@ static void print_summary(struct cs_engine *e)
             snprintf(st, sizeof st, "ok, last run cut by the window");
         else if (j->cut_by_window)
             snprintf(st, sizeof st, "cut by the window (earlier run failed)");
+        else if (j->stopped_by_us)   /* classify, once characterized: asked for, not a failure */
+            snprintf(st, sizeof st, "%sstopped by cosched (signal %d)", j->failed ? "" : "ok, ", WTERMSIG(s));
         else if (WIFEXITED(s))
             snprintf(st, sizeof st, "exit %d%s", WEXITSTATUS(s), j->failed ? " (failed)" : "");
         else if (WIFSIGNALED(s))

@@ -13,6 +13,10 @@
                                              the top of every rectangle at least 8x8 px big the pixel has its
                                              fill (within 24 per channel); MIN (default 4) such
                                              rectangles and as many distinct fills among them
+    report_check.py pixels SHOT.png PICTURE.svg MIN MARGIN
+                                             the same for a screenshot of the HTML page of PICTURE: the
+                                             picture starts MARGIN px from the top left and is scaled down
+                                             to the page's width when wider
     report_check.py colours SHOT.png COLOUR...
                                              each #rrggbb colour covers at least 40 pixels of the shot
     report_check.py nonblank SHOT.png        at least 4 colours cover 40 pixels or more each
@@ -213,18 +217,25 @@ def close(p, q, tol=24):
     return all(abs(a - b) <= tol for a, b in zip(p, q))
 
 
-def check_pixels(shot, picture, minimum):
+def check_pixels(shot, picture, minimum, margin=None):
+    """Each job and cpu rectangle of PICTURE has its fill in SHOT where the SVG
+    puts it; with MARGIN, SHOT is an HTML page whose picture starts MARGIN px
+    from its top left corner, scaled down to the page's width if wider."""
     w, h, pixel = png(shot)
     root = ET.parse(picture).getroot()
+    scale, off = 1.0, 0.0
+    if margin is not None:
+        off = float(margin)
+        scale = min(1.0, (w - 2 * off) / float(root.get("width")))
     checked, fills = 0, set()
     for r in root.iter(NS + "rect"):
         if r.get("class") not in ("js", "cs"):
             continue
         x, y, rw, rh = (float(r.get(k)) for k in ("x", "y", "width", "height"))
-        if rw < 8 or rh < 8:
+        if rw * scale < 8 or rh * scale < 8:
             continue
         # the middle of its top edge, 3 px in: names drawn inside start lower
-        cx, cy = int(x + rw / 2), int(y + 3)
+        cx, cy = int(off + (x + rw / 2) * scale), int(off + (y + 3) * scale + 0.5)
         if cx >= w or cy >= h:
             fail("%s: rectangle at (%d,%d) is outside the %dx%d screenshot" % (shot, cx, cy, w, h))
         got = pixel(cx, cy)
@@ -272,7 +283,8 @@ def main():
     elif what == "html":
         check_html(sys.argv[2], sys.argv[3])
     elif what == "pixels":
-        check_pixels(sys.argv[2], sys.argv[3], int(sys.argv[4]) if len(sys.argv) > 4 else 4)
+        check_pixels(sys.argv[2], sys.argv[3], int(sys.argv[4]) if len(sys.argv) > 4 else 4,
+                     sys.argv[5] if len(sys.argv) > 5 else None)
     elif what == "colours":
         check_colours(sys.argv[2], sys.argv[3:])
     elif what == "nonblank":
