@@ -677,18 +677,26 @@ out:
     return ret;
 }
 
-int cs_cg_write(const char *who, const char *dir, const char *file, const char *val)
+/* open DIR/FILE with FLAGS (O_CLOEXEC added); -1 with errno set, ENAMETOOLONG
+ * when the path does not fit */
+static int cg_open(const char *dir, const char *file, int flags)
 {
     char path[PATH_MAX];
+
+    if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, file) >= sizeof path) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    return open(path, flags | O_CLOEXEC);
+}
+
+int cs_cg_write(const char *who, const char *dir, const char *file, const char *val)
+{
     size_t len = strlen(val);
     ssize_t w;
     int fd, saved;
 
-    if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, file) >= sizeof path) {
-        errno = ENAMETOOLONG;
-        goto fail;
-    }
-    fd = open(path, O_WRONLY | O_CLOEXEC);
+    fd = cg_open(dir, file, O_WRONLY);
     if (fd < 0)
         goto fail;
     w = write(fd, val, len);
@@ -710,15 +718,10 @@ fail:
 
 int cs_cg_read(const char *dir, const char *file, char *buf, size_t len)
 {
-    char path[PATH_MAX];
     ssize_t r;
     int fd, saved;
 
-    if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, file) >= sizeof path) {
-        errno = ENAMETOOLONG;
-        return -1;
-    }
-    fd = open(path, O_RDONLY | O_CLOEXEC);
+    fd = cg_open(dir, file, O_RDONLY);
     if (fd < 0)
         return -1;
     r = read(fd, buf, len - 1);
@@ -735,15 +738,11 @@ int cs_cg_read(const char *dir, const char *file, char *buf, size_t len)
 
 char *cs_cg_read_all(const char *dir, const char *file)
 {
-    char path[PATH_MAX], *buf = NULL;
+    char *buf = NULL;
     size_t n = 0, cap = 0;
     int fd, saved;
 
-    if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, file) >= sizeof path) {
-        errno = ENAMETOOLONG;
-        return NULL;
-    }
-    fd = open(path, O_RDONLY | O_CLOEXEC);
+    fd = cg_open(dir, file, O_RDONLY);
     if (fd < 0)
         return NULL;
     for (;;) {
