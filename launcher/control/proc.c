@@ -775,6 +775,30 @@ fail:
     return NULL;
 }
 
+static int cg_write_set(const char *who, const char *dir, const char *file, hwloc_const_bitmap_t set)
+{
+    char *list = NULL;
+    int ret;
+
+    if (hwloc_bitmap_list_asprintf(&list, set) < 0) {
+        cs_err("%s: out of memory", who);
+        return -1;
+    }
+    ret = cs_cg_write(who, dir, file, list);
+    free(list);
+    return ret;
+}
+
+int cs_cg_write_cpuset(const char *who, const char *dir, hwloc_const_bitmap_t cpus,
+                       hwloc_const_bitmap_t mems)
+{
+    if (cg_write_set(who, dir, "cpuset.cpus", cpus) < 0)
+        return -1;
+    if (mems && !hwloc_bitmap_iszero(mems) && cg_write_set(who, dir, "cpuset.mems", mems) < 0)
+        return -1;
+    return 0;
+}
+
 int cs_cgroup_move_procs(const char *who, const char *from, const char *to)
 {
     char *list = NULL;
