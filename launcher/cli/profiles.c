@@ -101,10 +101,8 @@ int cs_cmd_profiles(int argc, char **argv)
             status = 0;
             goto out;
         case ':':
-            cs_err("option %s needs an argument", g.bad);
-            goto out;
         default:
-            cs_err("unknown option '%s' (%ssee cosched profiles --help)", g.bad, g.hint);
+            cs_opt_refuse(&g, c, NULL, "profiles");
             goto out;
         }
     }

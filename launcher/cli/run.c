@@ -501,9 +501,9 @@ static int run_or_classify(int argc, char **argv, struct classify *cl)
             status = 0;
             goto bad;
         case ':':
-            BAD("option %s needs an argument", g.bad);
         default:
-            BAD("unknown option '%s' (%ssee cosched %s --help)", g.bad, g.hint, cmd);
+            cs_opt_refuse(&g, c, NULL, cmd);
+            goto bad;
         }
     }
     /* auto: on a terminal, unless the jobs write to it themselves (--output
@@ -854,9 +854,9 @@ int cs_cmd_topology(int argc, char **argv)
             status = 0;
             goto bad;
         case ':':
-            BAD("option %s needs an argument", g.bad);
         default:
-            BAD("unknown option '%s' (%ssee cosched topology --help)", g.bad, g.hint);
+            cs_opt_refuse(&g, c, NULL, "topology");
+            goto bad;
         }
     }
     if (optind < argc)
@@ -891,9 +891,9 @@ int cs_cmd_policies(int argc, char **argv)
             status = 0;
             goto bad;
         case ':':
-            BAD("option %s needs an argument", g.bad);
         default:
-            BAD("unknown option '%s' (%ssee cosched policies --help)", g.bad, g.hint);
+            cs_opt_refuse(&g, c, NULL, "policies");
+            goto bad;
         }
     }
     search = cs_policy_search_path(ppath, nppath, &nsearch);

@@ -809,9 +809,9 @@ int cs_cmd_simulate(int argc, char **argv)
             status = 0;
             goto out;
         case ':':
-            BAD("option %s needs an argument", g.bad);
         default:
-            BAD("unknown option '%s' (%ssee cosched simulate --help)", g.bad, g.hint);
+            cs_opt_refuse(&g, c, NULL, "simulate");
+            goto out;
         }
     }
     (void)quiet;
