@@ -672,46 +672,40 @@ static struct cs_expr *parse_unary(struct xp *x)
     return parse_primary(x);
 }
 
-static struct cs_expr *parse_product(struct xp *x)
+/* One level of left-associative binary operators: operands from next,
+ * joined by op[0] (kind[0]) or op[1] (kind[1]). */
+static struct cs_expr *parse_binary(struct xp *x, struct cs_expr *(*next)(struct xp *),
+                                    const char op[2], const enum cs_expr_op kind[2])
 {
-    struct cs_expr *l = parse_unary(x), *r;
+    struct cs_expr *l = next(x), *r;
     const char *s;
 
-    while (l && (s = skip_ws(x->s), *s == '*' || *s == '/')) {
+    while (l && (s = skip_ws(x->s), *s == op[0] || *s == op[1])) {
         if (++x->nodes > CS_MAX_NODES) {
             expr_free(l);
             fail(x->ps, s, "formula too long (more than %d operators)", CS_MAX_NODES);
             return NULL;
         }
         x->s = s + 1;
-        if ((r = parse_unary(x)) == NULL) {
+        if ((r = next(x)) == NULL) {
             expr_free(l);
             return NULL;
         }
-        l = node(*s == '*' ? CS_EX_MUL : CS_EX_DIV, l, r);
+        l = node(kind[*s == op[0] ? 0 : 1], l, r);
     }
     return l;
 }
 
+static struct cs_expr *parse_product(struct xp *x)
+{
+    static const enum cs_expr_op kind[2] = { CS_EX_MUL, CS_EX_DIV };
+    return parse_binary(x, parse_unary, "*/", kind);
+}
+
 static struct cs_expr *parse_sum(struct xp *x)
 {
-    struct cs_expr *l = parse_product(x), *r;
-    const char *s;
-
-    while (l && (s = skip_ws(x->s), *s == '+' || *s == '-')) {
-        if (++x->nodes > CS_MAX_NODES) {
-            expr_free(l);
-            fail(x->ps, s, "formula too long (more than %d operators)", CS_MAX_NODES);
-            return NULL;
-        }
-        x->s = s + 1;
-        if ((r = parse_product(x)) == NULL) {
-            expr_free(l);
-            return NULL;
-        }
-        l = node(*s == '+' ? CS_EX_ADD : CS_EX_SUB, l, r);
-    }
-    return l;
+    static const enum cs_expr_op kind[2] = { CS_EX_ADD, CS_EX_SUB };
+    return parse_binary(x, parse_product, "+-", kind);
 }
 
 /* Compile the formula starting at s (inside ps->linebuf) into m. */
