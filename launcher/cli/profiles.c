@@ -204,9 +204,7 @@ int cs_cmd_profiles(int argc, char **argv)
     status = broken ? 1 : 0;
 out:
     cs_profile_entries_free(v, n);
-    for (int i = 0; i < nsearch; i++)
-        free(search[i]);
-    free(search);
+    cs_strv_free(search, nsearch);
     free(ppath);
     cs_opt_end(&g);
     return status;

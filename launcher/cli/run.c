@@ -708,9 +708,7 @@ bad:
     if (e.managed)
         hwloc_bitmap_free(e.managed);
     cs_topo_free(e.topo);
-    for (int i = 0; i < nsearch; i++)
-        free(search[i]);
-    free(search);
+    cs_strv_free(search, nsearch);
     free(popts);
     free(ppath);
     cs_opt_end(&g);
@@ -899,9 +897,7 @@ int cs_cmd_policies(int argc, char **argv)
     search = cs_policy_search_path(ppath, nppath, &nsearch);
     status = cs_policy_list(search, nsearch, stdout) < 0 ? 1 : 0;
 bad:
-    for (int i = 0; i < nsearch; i++)
-        free(search[i]);
-    free(search);
+    cs_strv_free(search, nsearch);
     free(ppath);
     cs_opt_end(&g);
     return status;

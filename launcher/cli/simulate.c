@@ -1057,9 +1057,7 @@ out:
     }
     free(pols);
     free(polcopy);
-    for (int i = 0; i < su.nsearch; i++)
-        free(su.search[i]);
-    free(su.search);
+    cs_strv_free(su.search, su.nsearch);
     free(su.w);
     if (su.managed)
         hwloc_bitmap_free(su.managed);

@@ -82,6 +82,8 @@ const char *cs_option_hint(const char *arg, const struct option *opts, char *buf
 
 FILE *cs_fopen_write(const char *path);
 char *cs_strdup_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Free the n strings of v, then v (NULL is fine). */
+void cs_strv_free(char **v, int n);
 /* Where the shipped data (lua/, profiles/) is: $COSCHED_DATADIR, else the
  * installed location, else - for a cosched run from its build tree - the
  * source tree. */

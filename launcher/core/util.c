@@ -92,6 +92,13 @@ int cs_read_file(const char *path, char *buf, size_t len)
     return (int)n;
 }
 
+void cs_strv_free(char **v, int n)
+{
+    for (int i = 0; v && i < n; i++)
+        free(v[i]);
+    free(v);
+}
+
 char *cs_strdup_printf(const char *fmt, ...)
 {
     va_list ap;

@@ -125,12 +125,8 @@ void cs_profile_free(struct cs_profile *p)
     free(p->file);
     free(p->description);
     free(p->models);
-    for (int i = 0; i < p->nsources; i++)
-        free(p->sources[i]);
-    free(p->sources);
-    for (int i = 0; i < p->ncaveats; i++)
-        free(p->caveats[i]);
-    free(p->caveats);
+    cs_strv_free(p->sources, p->nsources);
+    cs_strv_free(p->caveats, p->ncaveats);
     for (int i = 0; i < p->nevents; i++) {
         struct cs_event *e = &p->events[i];
         free(e->slot);
@@ -1450,9 +1446,7 @@ struct cs_profile *cs_profile_for_this_cpu(char *const *extra, int nextra, char 
     if (p == NULL)
         snprintf(why, len, "no profile covers %s family %d model 0x%x (see cosched profiles)", c.vendor,
                  c.family, c.model);
-    for (int i = 0; i < n; i++)
-        free(dirs[i]);
-    free(dirs);
+    cs_strv_free(dirs, n);
     return p;
 }
 
@@ -1475,8 +1469,6 @@ struct cs_profile *cs_profile_find(const char *spec, char *const *extra, int nex
     }
     if (!found)
         cs_err("--profile %s: no %s.txt in the profile search path (cosched profiles lists them)", spec, spec);
-    for (int i = 0; i < n; i++)
-        free(dirs[i]);
-    free(dirs);
+    cs_strv_free(dirs, n);
     return p;
 }
