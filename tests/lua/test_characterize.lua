@@ -751,14 +751,21 @@ local function pair_policy(a, b)
     return function() return { jobs = { { id = a, cpus = { 0, 1, 2, 3 } }, { id = b, cpus = { 4, 5, 6, 7 } } } } end
 end
 
+-- 3mm (losing 40% to contention) and stream on flat8, characterized alone
+-- first: sim, c, their ids, and whether both are ready
+local function characterized_pair()
+    local sim = Sim.new(flat8())
+    local c = ch.new()
+    local a = sim:add(app("3mm", { contend = 0.6 }))
+    local b = sim:add(app("stream"))
+    sim:run(c, 6); sim:look(c)
+    return sim, c, a, b, c:info(a).ready and c:info(b).ready
+end
+
 check("contention is not a phase: 3mm (C) loses 40% next to stream (S) in its LLC, no re-characterization",
     function()
-        local sim = Sim.new(flat8())
-        local c = ch.new()
-        local a = sim:add(app("3mm", { contend = 0.6 }))
-        local b = sim:add(app("stream"))
-        sim:run(c, 6); sim:look(c)
-        if not (c:info(a).ready and c:info(b).ready) then return false, "not characterized" end
+        local sim, c, a, b, ready = characterized_pair()
+        if not ready then return false, "not characterized" end
         sim:run(c, 10, pair_policy(a, b)); sim:look(c)
         return c:info(a).recharacterizations == 0 and c:info(b).recharacterizations == 0
             and #sim.violations == 0, table.concat(sim.violations, "; ")
@@ -769,12 +776,8 @@ check("a co-runner that restarted during the step still ran there: 3mm beside a 
         -- issue #11 cause 3: judged from who is frozen at snapshot time, the
         -- restarted stream looked absent, 3mm's contended steps were compared
         -- with its clean reference, and it was characterized again
-        local sim = Sim.new(flat8())
-        local c = ch.new()
-        local a = sim:add(app("3mm", { contend = 0.6 }))
-        local b = sim:add(app("stream"))
-        sim:run(c, 6); sim:look(c)
-        if not (c:info(a).ready and c:info(b).ready) then return false, "not characterized" end
+        local sim, c, a, b, ready = characterized_pair()
+        if not ready then return false, "not characterized" end
         sim.restarts = { [b] = true }
         sim:run(c, 10, pair_policy(a, b)); sim:look(c)
         return c:info(a).recharacterizations == 0 and c:info(b).recharacterizations == 0
@@ -1278,12 +1281,19 @@ check("results(): a characterization given up without counters is degraded, clas
         and c:info(1).class == "S", #r == 1 and tostring(r[1].class) or ("#r " .. #r)
 end)
 
-check("job.stored: the job is ready at once with the stored values, never placed", function()
+-- gemm characterized once (i0), then a new gemm job seeded with that result
+-- in job.stored: i0, sim, c, the job's id
+local function seeded_gemm()
     local i0 = characterize(app("gemm"))
     local sim = Sim.new(flat8())
     local c = ch.new()
     local id = sim:add(app("gemm"), 8)
     sim:job(id).stored = stored_of(i0)
+    return i0, sim, c, id
+end
+
+check("job.stored: the job is ready at once with the stored values, never placed", function()
+    local i0, sim, c, id = seeded_gemm()
     local snap = sim:look(c)
     local part = c:plan_step(snap)
     local i = c:info(id)
@@ -1294,11 +1304,7 @@ check("job.stored: the job is ready at once with the stored values, never placed
 end)
 
 check("job.stored: the seeded job's phase change is detected and its new result handed back", function()
-    local i0 = characterize(app("gemm"))
-    local sim = Sim.new(flat8())
-    local c = ch.new()
-    local id = sim:add(app("gemm"), 8)
-    sim:job(id).stored = stored_of(i0)
+    local i0, sim, c, id = seeded_gemm()
     sim:job(id).ipc_mult = 0.5                -- not what was stored: a new phase
     sim:run(c, 2)
     sim:look(c)
