@@ -5,11 +5,10 @@
 
 local srcdir = arg[1] or "."
 package.path = srcdir .. "/lua/?.lua;" .. srcdir .. "/tests/lua/?.lua;" .. package.path
-local LOG = {}
-cosched = { api = 1, version = "test", log = function(level, msg) LOG[#LOG + 1] = level .. ": " .. msg end }
+local fake = require "fakenode"
+local LOG = fake.library()
 
 local numa = require "cosched.numa"
-local fake = require "fakenode"
 
 local tap = require "tap"
 local check, results = tap.check, tap.results
@@ -305,7 +304,7 @@ end)
 
 -- ------------------------------------------------------------------ without counters
 check("no counters: N-MASS maps as maximum-local (WL9 0000 stays 0000) and says so once", function()
-  LOG = {}
+  LOG = fake.log_reset()
   local topo = topology(8, 2)
   local p = load_policy("nmass")
   local jobs = workload(WL9, "0000")
@@ -320,7 +319,7 @@ check("no counters: N-MASS maps as maximum-local (WL9 0000 stays 0000) and says 
   return got[1] == "0000" and got[3] == "0000" and n == 1, got[1] .. " messages " .. n
 end)
 check("no counters, maxlocal: no message about MPKI; stored MPKI is used when there", function()
-  LOG = {}
+  LOG = fake.log_reset()
   local topo = topology(8, 2)
   local p = load_policy("maxlocal")
   local jobs = workload(WL9, "0000")
@@ -357,7 +356,7 @@ check("nmass orders by the stored penalty: of two jobs homed on a 1-core node th
   return with == "10" and without == "01", "with store " .. with .. ", without " .. without
 end)
 check("first epoch (MPKI not measured yet): maximum-local, no message; the first MPKI remaps", function()
-  LOG = {}
+  LOG = fake.log_reset()
   local topo = topology(8, 2)
   local p = load_policy("nmass")
   local jobs = workload(WL9, "0000")
@@ -502,7 +501,7 @@ for _, name in ipairs { "maxlocal", "nmass" } do
   end)
 end
 check("oversubscribed (8 one-thread jobs, 2 x 2 cores): 4 run per epoch, all equally often; cosched.log says time-sharing", function()
-  LOG = {}
+  LOG = fake.log_reset()
   local topo = topology(4, 2)
   local p = load_policy("nmass")
   local jobs = {}

@@ -5,11 +5,12 @@
 
 local srcdir = arg[1] or "."
 package.path = srcdir .. "/lua/?.lua;" .. srcdir .. "/tests/lua/?.lua;" .. package.path
-cosched = { api = 1, version = "test", log = function() end }   -- the sandbox's library
+
+local fake = require "fakenode"
+fake.library()                          -- the sandbox's library
 
 local pairing = require "cosched.pairing"
 local ageing = require "cosched.ageing"
-local fake = require "fakenode"
 
 local tap = require "tap"
 local check, results = tap.check, tap.results

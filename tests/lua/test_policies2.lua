@@ -6,11 +6,10 @@
 
 local srcdir = arg[1] or "."
 package.path = srcdir .. "/lua/?.lua;" .. srcdir .. "/tests/lua/?.lua;" .. package.path
-local LOG = {}
-cosched = { api = 1, version = "test", log = function(level, msg) LOG[#LOG + 1] = level .. ": " .. msg end }
+local fake = require "fakenode"
+local LOG = fake.library()
 
 local regress = require "cosched.regress"
-local fake = require "fakenode"
 
 local tap = require "tap"
 local check, results = tap.check, tap.results
@@ -401,7 +400,7 @@ local function cf_metrics(node, st, hook)
 end
 
 check("cachefair: fair miss rate from Eq. 2 on the constructed regression = 0.012 exactly, fair IPC 0.96, after 10 samples", function()
-  LOG = {}
+  LOG = fake.log_reset()
   local p, params = load_policy("cachefair", { fair = "A" })
   local S = upvalue(p.plan, "S")
   local node, st = cf_node(), {}
@@ -566,7 +565,7 @@ check("cachefair: A below its fair IPC gets more CPU time than each best-effort 
 end)
 
 check("cachefair without counters: fair round robin (each job's quanta within 1 of the others) and one log line", function()
-  LOG = {}
+  LOG = fake.log_reset()
   local p, params = load_policy("cachefair")
   local node = fake.node { cores = 8, llcs = 1 }
   for i = 1, 5 do node:add {} end
