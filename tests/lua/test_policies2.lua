@@ -399,11 +399,18 @@ local function cf_metrics(node, st, hook)
   end
 end
 
+-- cachefair with job A cache-fair (and opts), its state S and the node of
+-- cf_node: p, params, S, node, st (the per-job state cf_metrics keeps)
+local function cf_policy(opts)
+  opts = opts or {}
+  opts.fair = "A"
+  local p, params = load_policy("cachefair", opts)
+  return p, params, upvalue(p.plan, "S"), cf_node(), {}
+end
+
 check("cachefair: fair miss rate from Eq. 2 on the constructed regression = 0.012 exactly, fair IPC 0.96, after 10 samples", function()
   LOG = fake.log_reset()
-  local p, params = load_policy("cachefair", { fair = "A" })
-  local S = upvalue(p.plan, "S")
-  local node, st = cf_node(), {}
+  local p, params, S, node, st = cf_policy()
   local m = cf_metrics(node, st)
   local at
   for e = 1, 200 do
@@ -421,9 +428,7 @@ check("cachefair: fair miss rate from Eq. 2 on the constructed regression = 0.01
 end)
 
 check("cachefair sampling rules: no estimate with 9 samples; steps under half a quantum and runs under 1e7 instructions are discarded", function()
-  local p, params = load_policy("cachefair", { fair = "A" })
-  local S = upvalue(p.plan, "S")
-  local node, st = cf_node(), {}
+  local p, params, S, node, st = cf_policy()
   local runs = 0
   local hook = function(j)
     if j.id == 1 then
@@ -457,9 +462,7 @@ end)
 -- every seventh plan() "fails" (the epoch is counted, no plan is made); in
 -- the fallback A's miss rate follows from all five co-runners at once.
 check("cachefair: fallback steps (plan refused or plan() failed) are not sampled: Eq. 2 still gives 0.012, credits refunded", function()
-  local p, params = load_policy("cachefair", { fair = "A" })
-  local S = upvalue(p.plan, "S")
-  local node, st = cf_node(), {}
+  local p, params, S, node, st = cf_policy()
   local m = cf_metrics(node, st)
   local fallbacks, observed, after_fallback = 0, 0, false
   local function fallback()
@@ -497,9 +500,7 @@ check("cachefair: fallback steps (plan refused or plan() failed) are not sampled
 end)
 
 check("cachefair compensation: owed = IPC_fair/IPC - 1 quanta for A, taken from the 5 best-effort jobs in equal parts, sums to 0", function()
-  local p, params = load_policy("cachefair", { fair = "A" })
-  local S = upvalue(p.plan, "S")
-  local node, st = cf_node(), {}
+  local p, params, S, node, st = cf_policy()
   local m = cf_metrics(node, st)
   for _ = 1, 200 do
     epoch(node, p, params, m)
@@ -537,9 +538,7 @@ check("cachefair: A below its fair IPC gets more CPU time than each best-effort 
   local save = BE_MPC
   BE_MPC = { 0.03, 0.03, 0.03, 0.03, 0.03 }
   local ok, res, why = pcall(function()
-    local p, params = load_policy("cachefair", { fair = "A", min_samples = 3 })
-    local S = upvalue(p.plan, "S")
-    local node, st = cf_node(), {}
+    local p, params, S, node, st = cf_policy({ min_samples = 3 })
     -- sampling needs varying co-runners: vary them for the first epochs
     local m = cf_metrics(node, st)
     local e0
