@@ -4,14 +4,7 @@
 
 load helpers/common
 load helpers/jobs
-
-setup() {
-    cd "$BATS_TEST_TMPDIR"
-}
-
-teardown() {
-    cleanup_cosched
-}
+load helpers/tmpdir
 
 # run cosched expecting a usage error: exit 2, the message, nothing started
 refuse() {

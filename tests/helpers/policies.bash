@@ -2,13 +2,7 @@
 # (`load helpers/policies` after helpers/common): each runs its Lua unit
 # script, then runs policies for real on spin jobs, in $BATS_TEST_TMPDIR.
 
-setup() {
-    cd "$BATS_TEST_TMPDIR"
-}
-
-teardown() {
-    cleanup_cosched
-}
+load helpers/tmpdir
 
 # spin_jobs JOB...: write j.jobs, one 0.3 s spin job per JOB, JOB being the
 # job file's words before the command ("name=a class=S priority=1").
