@@ -20,10 +20,7 @@ teardown_file() {
 }
 
 setup() {
-    slurm_require
-    cd "$BATS_TEST_TMPDIR"
-    chmod 755 "$BATS_TEST_TMPDIR"
-    slurm_plugstack start=none
+    slurm_test_setup start=none
     STUB=
 }
 
