@@ -727,24 +727,26 @@ static int compile_formula(struct parse *ps, struct cs_metric *m, const char *s)
 
 /* ---------------------------------------------------------------- lines */
 
-static int valid_slot(const char *s, size_t len)
+/* len characters of class cls (isupper, islower), the first one, then
+ * also digits and '_' */
+static int valid_name(const char *s, size_t len, int (*cls)(int))
 {
-    if (len == 0 || !isupper((unsigned char)s[0]))
+    if (len == 0 || !cls((unsigned char)s[0]))
         return 0;
     for (size_t i = 1; i < len; i++)
-        if (!(isupper((unsigned char)s[i]) || isdigit((unsigned char)s[i]) || s[i] == '_'))
+        if (!(cls((unsigned char)s[i]) || isdigit((unsigned char)s[i]) || s[i] == '_'))
             return 0;
     return 1;
 }
 
+static int valid_slot(const char *s, size_t len)
+{
+    return valid_name(s, len, isupper);
+}
+
 static int valid_metric_name(const char *s, size_t len)
 {
-    if (len == 0 || !islower((unsigned char)s[0]))
-        return 0;
-    for (size_t i = 1; i < len; i++)
-        if (!(islower((unsigned char)s[i]) || isdigit((unsigned char)s[i]) || s[i] == '_'))
-            return 0;
-    return 1;
+    return valid_name(s, len, islower);
 }
 
 static int parse_event_line(struct parse *ps, const char *line)
