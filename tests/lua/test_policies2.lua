@@ -326,30 +326,35 @@ check("pmugroup end to end on an AMD-like node (no orb_full, bw_llc counted): th
   return apart(node, plan, impl.last_groups)
 end)
 
-check("pmugroup placement, 8 cores / 2 LLCs, {S,S,C,C}: one step, group 1 on one LLC, group 2 on the other", function()
+-- pmugroup's plan of one epoch on a node of CORES cores and LLCS LLCs with one
+-- job per class of CLASSES: the plan and the node
+local function pmugroup_plan(cores, llcs, classes)
   local p, params = load_policy("pmugroup")
-  local node = fake.node { cores = 8, llcs = 2 }
-  for _, c in ipairs { "S", "S", "C", "C" } do node:add { class = c } end
-  local plan = epoch(node, p, params)
-  if #plan ~= 1 or #plan[1].jobs ~= 4 then return false, #plan .. " steps" end
+  local node = fake.node { cores = cores, llcs = llcs }
+  for _, c in ipairs(classes) do node:add { class = c } end
+  return epoch(node, p, params), node
+end
+
+-- the LLC of each job's first cpu in the plan's first step, by job id
+local function first_step_llcs(node, plan)
   local llc, dom = llc_of(node), {}
   for _, e in ipairs(plan[1].jobs) do dom[e.id] = llc[e.cpus[1]] end
+  return dom
+end
+
+check("pmugroup placement, 8 cores / 2 LLCs, {S,S,C,C}: one step, group 1 on one LLC, group 2 on the other", function()
+  local plan, node = pmugroup_plan(8, 2, { "S", "S", "C", "C" })
+  if #plan ~= 1 or #plan[1].jobs ~= 4 then return false, #plan .. " steps" end
+  local dom = first_step_llcs(node, plan)
   return dom[1] == dom[2] and dom[3] == dom[4] and dom[1] ~= dom[3]
 end)
 check("pmugroup placement, 8 cores / 2 LLCs, {S,S,N,N}: group 1 spread, one per LLC, group 3 on the empty cores", function()
-  local p, params = load_policy("pmugroup")
-  local node = fake.node { cores = 8, llcs = 2 }
-  for _, c in ipairs { "S", "S", "N", "N" } do node:add { class = c } end
-  local plan = epoch(node, p, params)
-  local llc, dom = llc_of(node), {}
-  for _, e in ipairs(plan[1].jobs) do dom[e.id] = llc[e.cpus[1]] end
+  local plan, node = pmugroup_plan(8, 2, { "S", "S", "N", "N" })
+  local dom = first_step_llcs(node, plan)
   return #plan == 1 and dom[1] ~= dom[2] and dom[3] ~= dom[4]
 end)
 check("pmugroup placement, single LLC, {S,C,N,N}: apart in time - S and C in different steps, N fill", function()
-  local p, params = load_policy("pmugroup")
-  local node = fake.node { cores = 8, llcs = 1 }
-  for _, c in ipairs { "S", "C", "N", "N" } do node:add { class = c } end
-  local plan = epoch(node, p, params)
+  local plan, node = pmugroup_plan(8, 1, { "S", "C", "N", "N" })
   local step_of = {}
   for s, step in ipairs(plan) do for _, e in ipairs(step.jobs) do step_of[e.id] = s end end
   return #plan == 2 and step_of[1] ~= step_of[2] and #plan[1].jobs == 2 and #plan[2].jobs == 2,
