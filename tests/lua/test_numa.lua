@@ -303,11 +303,15 @@ check("bad parameters are refused by init()", function()
 end)
 
 -- ------------------------------------------------------------------ without counters
-check("no counters: N-MASS maps as maximum-local (WL9 0000 stays 0000) and says so once", function()
+-- WL9 (every job homed on node 0) on 8 cores and 2 nodes under POLICY, with
+-- a fresh LOG: the topology, the policy and the jobs
+local function wl9_on(policy)
   LOG = fake.log_reset()
-  local topo = topology(8, 2)
-  local p = load_policy("nmass")
-  local jobs = workload(WL9, "0000")
+  return topology(8, 2), load_policy(policy), workload(WL9, "0000")
+end
+
+check("no counters: N-MASS maps as maximum-local (WL9 0000 stays 0000) and says so once", function()
+  local topo, p, jobs = wl9_on("nmass")
   for _, j in ipairs(jobs) do j.counted = false end
   local got = {}
   for e = 1, 3 do
@@ -319,10 +323,7 @@ check("no counters: N-MASS maps as maximum-local (WL9 0000 stays 0000) and says 
   return got[1] == "0000" and got[3] == "0000" and n == 1, got[1] .. " messages " .. n
 end)
 check("no counters, maxlocal: no message about MPKI; stored MPKI is used when there", function()
-  LOG = fake.log_reset()
-  local topo = topology(8, 2)
-  local p = load_policy("maxlocal")
-  local jobs = workload(WL9, "0000")
+  local topo, p, jobs = wl9_on("maxlocal")
   for _, j in ipairs(jobs) do j.counted = false end
   local snap = snapshot(topo, jobs)
   p.plan(snap)
@@ -356,10 +357,7 @@ check("nmass orders by the stored penalty: of two jobs homed on a 1-core node th
   return with == "10" and without == "01", "with store " .. with .. ", without " .. without
 end)
 check("first epoch (MPKI not measured yet): maximum-local, no message; the first MPKI remaps", function()
-  LOG = fake.log_reset()
-  local topo = topology(8, 2)
-  local p = load_policy("nmass")
-  local jobs = workload(WL9, "0000")
+  local topo, p, jobs = wl9_on("nmass")
   for _, j in ipairs(jobs) do j.ran = false end
   local snap = snapshot(topo, jobs)
   local a = node_string(topo, plan_ok(snap, p.plan(snap)), 4)
