@@ -366,9 +366,7 @@ out:
         fclose(e.trace);
     if (e.policy)
         cs_policy_free(e.policy);
-    for (int i = 0; i < su->n; i++)
-        cs_job_free(e.jobs[i]);
-    free(e.jobs);
+    cs_jobs_free(e.jobs, su->n);
     free(e.run_id);
     cs_sim_free(sim);
     return rc;
@@ -590,9 +588,7 @@ out:
     hwloc_bitmap_free(h[0]);
     hwloc_bitmap_free(h[1]);
     cs_sim_free(s);
-    for (int i = 0; i < n; i++)
-        cs_job_free(jobs[i]);
-    free(jobs);
+    cs_jobs_free(jobs, n);
     return rc;
 }
 
@@ -736,9 +732,7 @@ out:
     hwloc_bitmap_free(h0);
     hwloc_bitmap_free(h1);
     cs_sim_free(s);
-    for (int i = 0; i < n; i++)
-        cs_job_free(jobs[i]);
-    free(jobs);
+    cs_jobs_free(jobs, n);
     return rc;
 }
 
@@ -918,9 +912,7 @@ int cs_cmd_simulate(int argc, char **argv)
         for (int i = 0; i < su.n && !bad; i++)
             bad = cs_sim_add_job(s, jobs[i], su.w[i].app, su.w[i].home) < 0;
         cs_sim_free(s);
-        for (int i = 0; i < su.n; i++)
-            cs_job_free(jobs[i]);
-        free(jobs);
+        cs_jobs_free(jobs, su.n);
         if (bad)
             goto out;
     }

@@ -218,6 +218,8 @@ int cs_jobfile_load(const char *path, struct cs_job ***jobs, int *njobs);
  * *err set to a static message. */
 char **cs_split_words(const char *s, const char **err);
 void cs_job_free(struct cs_job *j);
+/* cs_job_free() each of the n jobs, then free the array (NULL is fine). */
+void cs_jobs_free(struct cs_job **jobs, int n);
 /* The end of a step for a live job: ran (it ran in the step) counts a quantum
  * run, ends its wait at now; else a quantum frozen, waited = now - last run. */
 void cs_job_stepped(struct cs_job *j, int ran, double now);
