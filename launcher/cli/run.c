@@ -346,25 +346,14 @@ int cs_cmd_classify(int argc, char **argv)
  * one built there; NULL if none of them exists. */
 static const char *omp_shim_path(void)
 {
-    static char exe[4096];
     const char *s = getenv("COSCHED_OMP_SHIM");
-    ssize_t n;
 
     if (s)
         return *s ? s : NULL;
     if (access(COSCHED_PKGLIBDIR "/libcosched-omp.so", R_OK) == 0)
         return COSCHED_PKGLIBDIR "/libcosched-omp.so";
-    n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n > 0) {
-        exe[n] = '\0';
-        char *slash = strrchr(exe, '/');
-        if (slash) {
-            *slash = '\0';
-            if (strcmp(exe, COSCHED_BUILDDIR) == 0 &&
-                access(COSCHED_BUILDDIR "/launcher/omp/libcosched-omp.so", R_OK) == 0)
-                return COSCHED_BUILDDIR "/launcher/omp/libcosched-omp.so";
-        }
-    }
+    if (cs_from_build_tree() && access(COSCHED_BUILDDIR "/launcher/omp/libcosched-omp.so", R_OK) == 0)
+        return COSCHED_BUILDDIR "/launcher/omp/libcosched-omp.so";
     return NULL;
 }
 

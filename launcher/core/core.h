@@ -88,6 +88,9 @@ void cs_strv_free(char **v, int n);
  * installed location, else - for a cosched run from its build tree - the
  * source tree. */
 const char *cs_datadir(void);
+/* 1 when this process is the cosched of the build tree
+ * (COSCHED_BUILDDIR/cosched, run before installing), else 0. */
+int cs_from_build_tree(void);
 /* 0 when path (resolved) and every directory above it belong to root and
  * nobody else may write them (a root-owned sticky directory is fine); -1
  * with why.  The node engine loads only such files (policies, modules). */
