@@ -5,14 +5,7 @@
 # thread and children work, the demos and ompwork run and print their result.
 
 load helpers/common
-
-setup() {
-    cd "$BATS_TEST_TMPDIR"
-}
-
-teardown() {
-    cleanup_cosched
-}
+load helpers/tmpdir
 
 # refuse WANT CMD...: CMD exits 2 and says WANT (and its usage) on stderr.
 refuse() {

@@ -4,14 +4,7 @@
 
 load helpers/common
 load helpers/jobs
-
-setup() {
-    cd "$BATS_TEST_TMPDIR"
-}
-
-teardown() {
-    cleanup_cosched
-}
+load helpers/tmpdir
 
 # run cosched expecting a usage error: exit 2, the message, nothing started
 refuse() {
@@ -22,6 +15,13 @@ refuse() {
     assert_contains "$output" "$want"
     [ ! -e started ]
     no_cosched_leftovers
+}
+
+# bad_jobs FILE CONTENT WANT: a job file FILE holding CONTENT (a printf
+# format) is refused with WANT
+bad_jobs() {
+    printf "$2" > "$1"
+    refuse "$3" run --jobs "$1"
 }
 
 @test "--version and --help" {
@@ -206,8 +206,7 @@ print(json.dumps(d, sort_keys=True))'; }
     refuse "--window '1 s': expected a duration" run --window '1 s' -- touch started
     refuse "--kill-timeout '1sec': expected a duration" run --kill-timeout 1sec -- touch started
     refuse "--quantum '-1s'" run --quantum -1s -- touch started
-    printf 'priority=1001 -- touch started\n' > p.jobs
-    refuse "p.jobs:1: priority= must be an integer from -1000 to 1000" run --jobs p.jobs
+    bad_jobs p.jobs 'priority=1001 -- touch started\n' "p.jobs:1: priority= must be an integer from -1000 to 1000"
     # the range of --cosched=POLICY:priority= (cosched-spank(8)); the old -100..100 reads as before
     printf 'priority=-1000 -- true\npriority=1000 -- true\npriority=100 -- true\n' > ok.jobs
     run "$COSCHED" run --policy gang --quantum 0.05 --kill-timeout 500ms --jobs ok.jobs
@@ -227,21 +226,14 @@ print(json.dumps(d, sort_keys=True))'; }
 }
 
 @test "empty job file, missing job file, bad job lines report file:line" {
-    printf '# only a comment\n\n' > empty.jobs
-    refuse "empty.jobs: no jobs" run --jobs empty.jobs
+    bad_jobs empty.jobs '# only a comment\n\n' "empty.jobs: no jobs"
     refuse "--jobs nope.jobs: No such file or directory" run --jobs nope.jobs
-    printf 'touch started\nthreads=zero -- touch started\n' > bad.jobs
-    refuse "bad.jobs:2: threads= must be an integer from 1 to 4096" run --jobs bad.jobs
-    printf '\ncolor=red -- touch started\n' > bad2.jobs
-    refuse "bad2.jobs:2: unknown job option 'color'" run --jobs bad2.jobs
-    printf 'name=a -- touch started\nname=a -- true\n' > dup.jobs
-    refuse "dup.jobs:2: name 'a' is already used by job 1" run --jobs dup.jobs
-    printf 'echo "unterminated\n' > q.jobs
-    refuse "q.jobs:1: unterminated double quote" run --jobs q.jobs
-    printf 'class=X -- touch started\n' > c.jobs
-    refuse "c.jobs:1: class= must be S (streaming), C (cache-sensitive) or N (no contention)" run --jobs c.jobs
-    printf 'name=x --\n' > nocmd.jobs
-    refuse "nocmd.jobs:1: no command after '--'" run --jobs nocmd.jobs
+    bad_jobs bad.jobs 'touch started\nthreads=zero -- touch started\n' "bad.jobs:2: threads= must be an integer from 1 to 4096"
+    bad_jobs bad2.jobs '\ncolor=red -- touch started\n' "bad2.jobs:2: unknown job option 'color'"
+    bad_jobs dup.jobs 'name=a -- touch started\nname=a -- true\n' "dup.jobs:2: name 'a' is already used by job 1"
+    bad_jobs q.jobs 'echo "unterminated\n' "q.jobs:1: unterminated double quote"
+    bad_jobs c.jobs 'class=X -- touch started\n' "c.jobs:1: class= must be S (streaming), C (cache-sensitive) or N (no contention)"
+    bad_jobs nocmd.jobs 'name=x --\n' "nocmd.jobs:1: no command after '--'"
 }
 
 @test "no jobs at all, empty job between :::" {

@@ -29,25 +29,34 @@ readme_block() {
         "$COSCHED_SRCDIR/README.md"
 }
 
-@test "README's 'Using it' block runs as printed, line by line, each exiting 0" {
+# run_block NAME: eval each line of $BATS_TEST_TMPDIR/NAME.sh in this shell
+# (its cd and exports stay), stdin from /dev/null, the output of line N in
+# $BATS_TEST_TMPDIR/NAME.N; a line that exits non-zero fails the test, with
+# its output
+run_block() {
     local n=0 line st T=$BATS_TEST_TMPDIR
+    while IFS= read -r line; do
+        n=$((n + 1))
+        st=0
+        eval "$line" > "$T/$1.$n" 2>&1 < /dev/null || st=$?
+        [ "$st" = 0 ] || { echo "README line $n: $line"; echo "exit $st; output:"; cat "$T/$1.$n"; false; } >&2
+    done < "$T/$1.sh"
+}
+
+@test "README's 'Using it' block runs as printed, line by line, each exiting 0" {
+    local T=$BATS_TEST_TMPDIR
     readme_block "Using it" > block.sh
     [ "$(wc -l < block.sh)" -ge 8 ] || { echo "README's block has $(wc -l < block.sh) lines; the awk lost it?" >&2; false; }
     head -1 block.sh | grep -q '^cd share/demo' || { echo "first line: $(head -1 block.sh)" >&2; false; }
     export PATH="$COSCHED_BUILDDIR:$PATH" COSCHED_DATADIR="$COSCHED_SRCDIR"
-    while IFS= read -r line; do
-        n=$((n + 1))
-        st=0
-        eval "$line" > "$T/out.$n" 2>&1 < /dev/null || st=$?
-        [ "$st" = 0 ] || { echo "README line $n: $line"; echo "exit $st; output:"; cat "$T/out.$n"; false; } >&2
-    done < "$T/block.sh"
+    run_block block
     # and they did what they say
     check() {  # check PATTERN-OF-LINE GREP-IN-ITS-OUTPUT [COUNT]
         local k
         k=$(grep -n -- "$1" "$T/block.sh" | head -1 | cut -d: -f1)
         [ -n "$k" ] || { echo "no README line matches '$1'" >&2; return 1; }
-        [ "$(grep -c -- "$2" "$T/out.$k")" -ge "${3:-1}" ] ||
-            { echo "README line $k ($1): want '$2' ${3:-1} time(s) in its output:"; cat "$T/out.$k"; false; } >&2
+        [ "$(grep -c -- "$2" "$T/block.$k")" -ge "${3:-1}" ] ||
+            { echo "README line $k ($1): want '$2' ${3:-1} time(s) in its output:"; cat "$T/block.$k"; false; } >&2
     }
     check ':::' 'exit 0$' 3
     check 'jobs demo.jobs --trace' 'exit 0$' 3
@@ -68,18 +77,12 @@ readme_block() {
 }
 
 @test "README's 'first ten minutes' runs as printed (from the top of a built tree) and draws its picture" {
-    local n=0 line st T=$BATS_TEST_TMPDIR
     readme_block "The first ten minutes" > ten.sh
     [ "$(wc -l < ten.sh)" -ge 3 ] || { echo "README's block has $(wc -l < ten.sh) lines" >&2; false; }
     ln -s "$COSCHED" cosched     # the top of the tree: ../../cosched from share/demo
     export COSCHED_DATADIR="$COSCHED_SRCDIR"
-    while IFS= read -r line; do
-        n=$((n + 1))
-        st=0
-        eval "$line" > "$T/ten.$n" 2>&1 < /dev/null || st=$?
-        [ "$st" = 0 ] || { echo "README line $n: $line"; echo "exit $st; output:"; cat "$T/ten.$n"; false; } >&2
-    done < "$T/ten.sh"
-    cd "$T/share/demo"
+    run_block ten
+    cd "$BATS_TEST_TMPDIR/share/demo"
     grep -q '<svg' first.html || { echo "no picture in first.html" >&2; false; }
     grep -q 'data-state="folded"' first.html || { echo "tft folded nobody?" >&2; false; }
     [ -f "$COSCHED_SRCDIR/docs/first-run.svg" ] || { echo "README's picture docs/first-run.svg is missing" >&2; false; }

@@ -5,14 +5,11 @@
 
 load helpers/common
 load helpers/jobs
+load helpers/tmpdir
 
 setup() {
     cd "$BATS_TEST_TMPDIR"
     all_cpus
-}
-
-teardown() {
-    cleanup_cosched
 }
 
 @test "jobs run to completion; the summary lists each; exit 0" {

@@ -9,16 +9,9 @@
 
 load helpers/common
 load helpers/jobs
+load helpers/tmpdir
 
 CHECK=${COSCHED_SRCDIR}/tests/helpers/report_check.py
-
-setup() {
-    cd "$BATS_TEST_TMPDIR"
-}
-
-teardown() {
-    cleanup_cosched
-}
 
 # a browser for the screenshots: Debian's chromium (share/setup.sh installs it)
 browser() {

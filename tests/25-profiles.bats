@@ -112,38 +112,34 @@ broken() {
     assert_contains "$output" "good.txt: ok (good: 6 events, 13 metrics, 4 declared unavailable)"
 }
 
+# edited FILE SED LINE MESSAGE: base edited by the sed script SED, in FILE,
+# is broken at LINE with MESSAGE
+edited() {
+    base | sed "$2" > "$1"
+    broken "$1" "$3" "$4"
+}
+
 @test "profiles: unknown section" {
-    base | sed '4s/^EVENTSET$/EVENTS/' > bad.txt
-    broken bad.txt 4 "unknown section 'EVENTS' (expected one of SHORT, ARCH, SOURCE, CAVEAT, EVENTSET, METRICS, LONG"
+    edited bad.txt '4s/^EVENTSET$/EVENTS/' 4 "unknown section 'EVENTS' (expected one of SHORT, ARCH, SOURCE, CAVEAT, EVENTSET, METRICS, LONG"
 }
 
 @test "profiles: bad perf specs" {
-    base | sed '6s/perf=hw:cycles/perf=hw:cylces/' > hw.txt
-    broken hw.txt 6 "perf=hw:cylces: unknown hardware event 'cylces' (known: cycles,"
-    base | sed '7s/event=0x51,umask=0x01/evnt=0x51,umask=0x01/' > term.txt
-    broken term.txt 7 "unknown term 'evnt' (expected event, umask, cmask, inv, edge, any, config1)"
-    base | sed '7s/umask=0x01/umask=0x1ff/' > big.txt
-    broken big.txt 7 "umask= expects a number from 0 to 0xff"
-    base | sed '7s/perf=raw:event=0x51,umask=0x01/perf=msr:0x10/' > kind.txt
-    broken kind.txt 7 "unknown kind 'msr' (expected hw, sw, cache, raw or pmu)"
-    base | sed '10s/uncore_imc_\*/uncore_imc*/' > pmu.txt
-    broken pmu.txt 10 "a PMU wildcard is written NAME_* (every NAME_<number>)"
-    base | sed '10s/scope=socket/scope=package/' > scope.txt
-    broken scope.txt 10 "scope= expects core, uncore or socket, got 'package'"
-    base | sed '5s/ perf=hw:instructions//' > noperf.txt
-    broken noperf.txt 5 "expected perf=SPEC for slot FIXC0"
+    edited hw.txt '6s/perf=hw:cycles/perf=hw:cylces/' 6 "perf=hw:cylces: unknown hardware event 'cylces' (known: cycles,"
+    edited term.txt '7s/event=0x51,umask=0x01/evnt=0x51,umask=0x01/' 7 "unknown term 'evnt' (expected event, umask, cmask, inv, edge, any, config1)"
+    edited big.txt '7s/umask=0x01/umask=0x1ff/' 7 "umask= expects a number from 0 to 0xff"
+    edited kind.txt '7s/perf=raw:event=0x51,umask=0x01/perf=msr:0x10/' 7 "unknown kind 'msr' (expected hw, sw, cache, raw or pmu)"
+    edited pmu.txt '10s/uncore_imc_\*/uncore_imc*/' 10 "a PMU wildcard is written NAME_* (every NAME_<number>)"
+    edited scope.txt '10s/scope=socket/scope=package/' 10 "scope= expects core, uncore or socket, got 'package'"
+    edited noperf.txt '5s/ perf=hw:instructions//' 5 "expected perf=SPEC for slot FIXC0"
 }
 
 @test "profiles: unknown slot in a formula names the column and the known slots" {
-    base | sed '15s/PMC0/PMC7/' > slot.txt
-    broken slot.txt 15 "15:29: unknown slot or variable 'PMC7' (slots: FIXC0 FIXC1 PMC0 PMC1 PMC2 UNC0"
+    edited slot.txt '15s/PMC0/PMC7/' 15 "15:29: unknown slot or variable 'PMC7' (slots: FIXC0 FIXC1 PMC0 PMC1 PMC2 UNC0"
 }
 
 @test "profiles: unbalanced parentheses" {
-    base | sed '16s|1.0E-09\*PMC1|1.0E-09*(PMC1|' > open.txt
-    broken open.txt 16 "expected ')' to close the '(' at column 29, but the formula ends"
-    base | sed '16s|clsize/time|clsize)/time|' > close.txt
-    broken close.txt 16 "unexpected ')' (no '(' to close)"
+    edited open.txt '16s|1.0E-09\*PMC1|1.0E-09*(PMC1|' 16 "expected ')' to close the '(' at column 29, but the formula ends"
+    edited close.txt '16s|clsize/time|clsize)/time|' 16 "unexpected ')' (no '(' to close)"
 }
 
 @test "profiles: a formula is bounded with the metrics it uses counted in full (m1 m0*m0*m0*m0, m2 m1*m1*m1*m1 ...)" {
@@ -157,21 +153,15 @@ broken() {
 }
 
 @test "profiles: duplicate slot" {
-    base | sed '8s/^PMC1 /PMC0 /' > dup.txt
-    broken dup.txt 8 "duplicate slot 'PMC0' (already defined at line 7)"
+    edited dup.txt '8s/^PMC1 /PMC0 /' 8 "duplicate slot 'PMC0' (already defined at line 7)"
 }
 
 @test "profiles: missing ARCH, SHORT, SOURCE" {
-    base | sed '2d' > noarch.txt
-    broken noarch.txt 23 "missing ARCH section (expected 'ARCH intel|amd|any FAMILY MODEL...')"
-    base | sed '1d' > noshort.txt
-    broken noshort.txt 23 "missing SHORT section"
-    base | sed '3d' > nosource.txt
-    broken nosource.txt 23 "missing SOURCE line"
-    base | sed '2s/.*/ARCH intel/' > nomodel.txt
-    broken nomodel.txt 2 "ARCH: a intel profile needs a family and at least one model (or 'test')"
-    base | sed '2s/.*/ARCH ibm 6 0x55/' > vendor.txt
-    broken vendor.txt 2 "ARCH: expected the vendor intel, amd or any, got 'ibm'"
+    edited noarch.txt '2d' 23 "missing ARCH section (expected 'ARCH intel|amd|any FAMILY MODEL...')"
+    edited noshort.txt '1d' 23 "missing SHORT section"
+    edited nosource.txt '3d' 23 "missing SOURCE line"
+    edited nomodel.txt '2s/.*/ARCH intel/' 2 "ARCH: a intel profile needs a family and at least one model (or 'test')"
+    edited vendor.txt '2s/.*/ARCH ibm 6 0x55/' 2 "ARCH: expected the vendor intel, amd or any, got 'ibm'"
 }
 
 @test "profiles: metric name repeated" {
@@ -180,12 +170,9 @@ broken() {
 }
 
 @test "profiles: a required metric neither defined nor declared unavailable" {
-    base | sed '22d' > noorb.txt
-    broken noorb.txt 11 "METRICS lacks the required metric 'orb_full' (define it, or declare 'orb_full - unavailable: REASON')"
-    base | sed '15s|\[GB/s\]|[MB/s]|' > unit.txt
-    broken unit.txt 15 "bw_l1 is a bandwidth: expected the unit [GB/s], got [MB/s]"
-    base | sed '22s/- unavailable: not in this test/- unavailable/' > reason.txt
-    broken reason.txt 22 "expected 'unavailable: REASON' after '-'"
+    edited noorb.txt '22d' 11 "METRICS lacks the required metric 'orb_full' (define it, or declare 'orb_full - unavailable: REASON')"
+    edited unit.txt '15s|\[GB/s\]|[MB/s]|' 15 "bw_l1 is a bandwidth: expected the unit [GB/s], got [MB/s]"
+    edited reason.txt '22s/- unavailable: not in this test/- unavailable/' 22 "expected 'unavailable: REASON' after '-'"
 }
 
 @test "profiles: truncated files" {

@@ -5,14 +5,11 @@
 
 load helpers/common
 load helpers/jobs
+load helpers/tmpdir
 
 setup() {
     cd "$BATS_TEST_TMPDIR"
     all_cpus
-}
-
-teardown() {
-    cleanup_cosched
 }
 
 # Gang under backend $1: one job held while the other runs, both ways round,

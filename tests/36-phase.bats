@@ -11,14 +11,7 @@
 
 load helpers/common
 load helpers/jobs
-
-setup() {
-    cd "$BATS_TEST_TMPDIR"
-}
-
-teardown() {
-    cleanup_cosched
-}
+load helpers/tmpdir
 
 # replay file: job "spin", 60 steps of 0.2 s; IPC 1.0 up to step 14, then $1;
 # streaming-like bandwidths (reuse ~1 at every level: class S)

@@ -100,14 +100,21 @@ LUA
     no_cosched_leftovers
 }
 
-@test "a policy that loops forever is stopped; jobs keep running" {
+# overrun NAME QUANTUM WANT PLAN: a policy NAME whose plan(s) body PLAN
+# overruns a limit: cosched says WANT, the spin job runs to its end (exit 0),
+# nothing is left
+overrun() {
     mkdir pol
-    printf 'return { api = 1, name = "spinny", description = "x", plan = function(s) while true do end end }\n' > pol/spinny.lua
-    run "$COSCHED" run --policy-path pol --policy spinny --quantum 50ms -- "$PROGS/spin" -c 0.2
+    printf 'return { api = 1, name = "%s", description = "x", plan = function(s) %s end }\n' "$1" "$4" > "pol/$1.lua"
+    run "$COSCHED" run --policy-path pol --policy "$1" --quantum "$2" -- "$PROGS/spin" -c 0.2
     echo "$output"
     [ "$status" -eq 0 ]
-    assert_contains "$output" "time limit"
+    assert_contains "$output" "$3"
     no_cosched_leftovers
+}
+
+@test "a policy that loops forever is stopped; jobs keep running" {
+    overrun spinny 50ms "time limit" 'while true do end'
 }
 
 @test "a policy returning an invalid plan is refused with what was wrong" {
@@ -174,13 +181,7 @@ LUA
 }
 
 @test "a policy that allocates without bound hits the memory cap; jobs keep running" {
-    mkdir pol
-    printf 'return { api = 1, name = "hog", description = "x", plan = function(s) local t = {} for i = 1, 1e9 do t[i] = {i} end end }\n' > pol/hog.lua
-    run "$COSCHED" run --policy-path pol --policy hog --quantum 1s -- "$PROGS/spin" -c 0.2
-    echo "$output"
-    [ "$status" -eq 0 ]
-    assert_contains "$output" "memory limit"
-    no_cosched_leftovers
+    overrun hog 1s "memory limit" 'local t = {} for i = 1, 1e9 do t[i] = {i} end'
 }
 
 @test "a policy for another API version, or one that writes to the snapshot, is refused clearly" {

@@ -7,81 +7,56 @@
 # for real on spin jobs with class hints from a job file.
 
 load helpers/common
-
-setup() {
-    LUA=${LUA:-lua5.4}
-    cd "$BATS_TEST_TMPDIR"
-}
-
-teardown() {
-    cleanup_cosched
-}
+load helpers/policies
 
 @test "policies: every test of the Lua script passes" {
     lua_tap_all_ok tests/lua/test_policies.lua
 }
 
-write_jobs() {
-    cat > j.jobs <<JOBS
-name=a class=S -- $PROGS/spin -c 0.3
-name=b class=C -- $PROGS/spin -c 0.3
-name=c class=N -- $PROGS/spin -c 0.3
-name=d -- $PROGS/spin -c 0.3
-JOBS
-}
-
-run_policy() {   # run_policy NAME FOLDED [OPTS...]
-    local name=$1 folded=$2
-    shift 2
-    write_jobs
-    run "$COSCHED" run --policy "$name" --quantum 100ms --counters none --trace t.jsonl "$@" --jobs j.jobs
-    echo "$output"
-    [ "$status" -eq 0 ]
-    # folded policies never share cpus; the others pair two jobs on one list
-    python3 "$COSCHED_SRCDIR/tests/helpers/trace_check.py" t.jsonl apart 4 "$([ "$folded" = 1 ] || echo pairs)"
-    no_cosched_leftovers
+# run_policies NAME FOLDED: NAME on four jobs with class hints S, C, N and
+# none, characterized, then with the hints alone (characterize=no); folded
+# policies never share cpus, the others pair two jobs on one list
+run_policies() {
+    local name=$1 apart
+    [ "$2" = 1 ] || apart=pairs
+    spin_jobs "name=a class=S" "name=b class=C" "name=c class=N" "name=d"
+    policy_run "$name" 4 "$apart"
+    policy_run "$name" 4 "$apart" --policy-opt characterize=no
 }
 
 @test "lbb: a real run with class hints" {
     requires multicore cosched python3
-    run_policy lbb 0
-    run_policy lbb 0 --policy-opt characterize=no
+    run_policies lbb 0
 }
 
 @test "llcmrb: a real run with class hints" {
     requires multicore cosched python3
-    run_policy llcmrb 0
-    run_policy llcmrb 0 --policy-opt characterize=no
+    run_policies llcmrb 0
 }
 
 @test "flbb: a real run with class hints" {
     requires multicore cosched python3
-    run_policy flbb 1
-    run_policy flbb 1 --policy-opt characterize=no
+    run_policies flbb 1
 }
 
 @test "fllcmrb: a real run with class hints" {
     requires multicore cosched python3
-    run_policy fllcmrb 1
-    run_policy fllcmrb 1 --policy-opt characterize=no
+    run_policies fllcmrb 1
 }
 
 @test "lca: a real run with class hints" {
     requires multicore cosched python3
-    run_policy lca 0
-    run_policy lca 0 --policy-opt characterize=no
+    run_policies lca 0
 }
 
 @test "fop: a real run with class hints" {
     requires multicore cosched python3
-    run_policy fop 1
-    run_policy fop 1 --policy-opt characterize=no
+    run_policies fop 1
 }
 
 @test "flca: a real run with class hints" {
     requires multicore cosched python3
-    run_policy flca 1
-    run_policy flca 1 --policy-opt characterize=no
+    run_policies flca 1
 }
 
 # The host reads a cpu table handed to several jobs of one plan only once

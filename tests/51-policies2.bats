@@ -9,15 +9,7 @@
 # snapshots; here we run it, then run both policies for real on spin jobs.
 
 load helpers/common
-
-setup() {
-    LUA=${LUA:-lua5.4}
-    cd "$BATS_TEST_TMPDIR"
-}
-
-teardown() {
-    cleanup_cosched
-}
+load helpers/policies
 
 @test "policies2: every test of the Lua script passes" {
     lua_tap_all_ok tests/lua/test_policies2.lua
@@ -26,25 +18,16 @@ teardown() {
 # job 1 is class S (pmugroup group 1) and cache-fair (priority 1), job 2
 # class C (group 2), job 3 class N, job 4 no hint
 write_jobs() {
-    cat > j.jobs <<JOBS
-name=a class=S priority=1 -- $PROGS/spin -c 0.3
-name=b class=C -- $PROGS/spin -c 0.3
-name=c class=N -- $PROGS/spin -c 0.3
-name=d -- $PROGS/spin -c 0.3
-JOBS
+    spin_jobs "name=a class=S priority=1" "name=b class=C" "name=c class=N" "name=d"
 }
 
 run_policy() {   # run_policy NAME APART [OPTS...]
     local name=$1 apart=$2
     shift 2
     write_jobs
-    run "$COSCHED" run --policy "$name" --quantum 100ms --counters none -v --trace t.jsonl "$@" --jobs j.jobs
-    echo "$output"
-    [ "$status" -eq 0 ]
     # APART: "" (disjoint cpus), "time" (jobs 1 and 2 never in one step), "cpus"
     # (never on one LLC of the shape l3:2 core:1)
-    python3 "$COSCHED_SRCDIR/tests/helpers/trace_check.py" t.jsonl apart 4 "${apart/cpus/llc}"
-    no_cosched_leftovers
+    policy_run "$name" 4 "${apart/cpus/llc}" -v "$@"
 }
 
 @test "pmugroup: a real run with class hints, single LLC: groups 1 and 2 apart in time" {

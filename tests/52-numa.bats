@@ -8,37 +8,20 @@
 # real on this machine and on a synthetic two-node topology.
 
 load helpers/common
-
-setup() {
-    cd "$BATS_TEST_TMPDIR"
-}
-
-teardown() {
-    cleanup_cosched
-}
+load helpers/policies
 
 @test "numa: every test of the Lua script passes" {
     lua_tap_all_ok tests/lua/test_numa.lua
 }
 
-write_jobs() {   # write_jobs N: N spin jobs, the last one without threads= (all cores)
-    local i n=$1
-    : > j.jobs
-    for ((i = 1; i < n; i++)); do
-        echo "name=j$i threads=1 -- $PROGS/spin -c 0.3" >> j.jobs
-    done
-    echo "name=j$n -- $PROGS/spin -c 0.3" >> j.jobs
-}
-
-run_policy() {   # run_policy NAME NJOBS [OPTS...]
-    local name=$1 n=$2
+run_policy() {   # run_policy NAME NJOBS [OPTS...]: N spin jobs, the last one without threads= (all cores)
+    local name=$1 n=$2 i jobs=()
     shift 2
-    write_jobs "$n"
-    run "$COSCHED" run --policy "$name" --quantum 100ms --counters none -v --trace t.jsonl "$@" --jobs j.jobs
-    echo "$output"
-    [ "$status" -eq 0 ]
-    python3 "$COSCHED_SRCDIR/tests/helpers/trace_check.py" t.jsonl apart "$n"
-    no_cosched_leftovers
+    for ((i = 1; i < n; i++)); do
+        jobs+=("name=j$i threads=1")
+    done
+    spin_jobs "${jobs[@]}" "name=j$n"
+    policy_run "$name" "$n" "" -v "$@"
 }
 
 @test "maxlocal: real runs on this machine and on two synthetic NUMA nodes" {

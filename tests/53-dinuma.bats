@@ -10,43 +10,26 @@
 # robin on that node and say so once).
 
 load helpers/common
-
-setup() {
-    LUA=${LUA:-lua5.4}
-    cd "$BATS_TEST_TMPDIR"
-}
-
-teardown() {
-    cleanup_cosched
-}
+load helpers/policies
 
 @test "dinuma/dip: every test of the Lua script passes" {
     lua_tap_all_ok tests/lua/test_dinuma.lua
 }
 
 write_jobs() {
-    cat > j.jobs <<JOBS
-name=a class=S -- $PROGS/spin -c 0.3
-name=b class=S priority=1 -- $PROGS/spin -c 0.3
-name=c class=C -- $PROGS/spin -c 0.3
-name=d class=N -- $PROGS/spin -c 0.3
-JOBS
+    spin_jobs "name=a class=S" "name=b class=S priority=1" "name=c class=C" "name=d class=N"
 }
 
 run_policy() {   # run_policy NAME [OPTS...]
     local name=$1 nodes
     shift
     write_jobs
-    run "$COSCHED" run --policy "$name" --quantum 100ms --counters none --trace t.jsonl "$@" --jobs j.jobs
-    echo "$output"
-    [ "$status" -eq 0 ]
-    python3 "$COSCHED_SRCDIR/tests/helpers/trace_check.py" t.jsonl apart 4
+    policy_run "$name" 4 "" "$@"
     nodes=$(ls -d /sys/devices/system/node/node[0-9]* 2>/dev/null | wc -l)
     if [ "$nodes" -le 1 ]; then
         # one NUMA node: the degrade is said exactly once
         [ "$(grep -c "policy $name: one memory domain" <<<"$output")" -eq 1 ]
     fi
-    no_cosched_leftovers
 }
 
 @test "dinuma: a real run with class hints" {

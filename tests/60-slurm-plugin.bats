@@ -20,10 +20,7 @@ teardown_file() {
 }
 
 setup() {
-    slurm_require
-    cd "$BATS_TEST_TMPDIR"
-    chmod 755 "$BATS_TEST_TMPDIR"
-    slurm_plugstack start=none
+    slurm_test_setup start=none
     STUB=
 }
 
@@ -62,6 +59,21 @@ nothing_launched() {
 }
 
 notice_count() { grep -c '^cosched: step [0-9]*\.[0-9]* runs without co-scheduling: ' <<< "$err" || true; }
+
+# ran_without_engine WHY: `srun -n2 --cosched=gang echo ran` exits 0 in less
+# than 3 s with both tasks' output, one notice, and WHY on stderr
+ran_without_engine() {
+    local t0 t
+    t0=$(_cs_now_us)
+    sr -n2 --cosched=gang echo ran
+    t=$((($(_cs_now_us) - t0) / 1000))
+    echo "srun took $t ms"
+    [ "$rc" -eq 0 ]
+    assert_equal "$out" "$(printf 'ran\nran')" "the tasks' output"
+    assert_equal "$(notice_count)" 1 "notice lines"
+    assert_contains "$err" "$1"
+    [ "$t" -lt 3000 ]
+}
 
 @test "the plugin's version stamp is the Slurm it runs under (slurmd -V)" {
     local addr ver hex
@@ -397,15 +409,7 @@ EOF
     requires python3
     stub HANG
     slurm_plugstack start=none timeout_ms=1000
-    t0=$(_cs_now_us)
-    sr -n2 --cosched=gang echo ran
-    t=$((($(_cs_now_us) - t0) / 1000))
-    echo "srun took $t ms"
-    [ "$rc" -eq 0 ]
-    assert_equal "$out" "$(printf 'ran\nran')" "the tasks' output"
-    assert_equal "$(notice_count)" 1 "notice lines"
-    assert_contains "$err" "no answer in time"
-    [ "$t" -lt 3000 ]
+    ran_without_engine "no answer in time"
     slurm_node_ok
 }
 
@@ -419,14 +423,6 @@ EOF
 
     # /bin/true "starts" and exits at once: the plugin waits for the socket, then gives up
     slurm_plugstack start=ondemand cosched=/bin/true timeout_ms=800
-    t0=$(_cs_now_us)
-    sr -n2 --cosched=gang echo ran
-    t=$((($(_cs_now_us) - t0) / 1000))
-    echo "srun took $t ms"
-    [ "$rc" -eq 0 ]
-    assert_equal "$out" "$(printf 'ran\nran')" "the tasks' output"
-    assert_equal "$(notice_count)" 1 "notice lines"
-    assert_contains "$err" "the engine started with /bin/true did not answer at $CS_SOCKET within 800 ms (its messages: $CS_SOCKET.log)"
-    [ "$t" -lt 3000 ]
+    ran_without_engine "the engine started with /bin/true did not answer at $CS_SOCKET within 800 ms (its messages: $CS_SOCKET.log)"
     slurm_node_ok
 }

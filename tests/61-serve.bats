@@ -13,9 +13,7 @@ load helpers/fakeslurm
 bats_require_minimum_version 1.5.0
 
 setup() {
-    requires root cosched python3 cgroup2_freeze
-    cd "$BATS_TEST_TMPDIR"
-    fake_setup
+    fake_test_setup
 }
 
 teardown() {
@@ -143,10 +141,7 @@ slurmstepd_thawed() {  # J S: the step's slurm/ group (slurmstepd) is not frozen
 }
 
 two_steps() {  # steps 7.0 (pid $a) and 8.0 (pid $b), registered with serve ARGS
-    fake_step 7 0
-    fake_step 8 0
-    fake_task 7 0 0 a
-    fake_task 8 0 0 b
+    fake_steps 7:a 8:b
     serve_start "$@"
     registered 7 0 "$a"
     registered 8 0 "$b"
@@ -336,12 +331,7 @@ gang_turns() {
 }
 
 @test "deregister: the step leaves at once, thawed and on all its cpus, and its process keeps running" {
-    fake_step 7 0
-    fake_step 8 0
-    fake_step 9 0
-    fake_task 7 0 0 a
-    fake_task 8 0 0 b
-    fake_task 9 0 0 c
+    fake_steps 7:a 8:b 9:c
     serve_start --policy tft --quantum 300ms
     registered 7 0 "$a"
     registered 8 0 "$b"
@@ -381,10 +371,7 @@ gang_turns() {
 # ------------------------------------------------------------------ 4. security
 
 @test "register and deregister from a non-root uid are refused with the reason; the engine is unharmed" {
-    fake_step 7 0
-    fake_step 8 0
-    fake_task 7 0 0 a
-    fake_task 8 0 0 b
+    fake_steps 7:a 8:b
     serve_start --policy gang --quantum 200ms
     registered 7 0 "$a"
     run cs_send_as nobody "COSCHED/1 register job=8 step=0 uid=65534 pid=$b cores=$ALL"
@@ -407,10 +394,7 @@ gang_turns() {
 }
 
 @test "status: a user sees only their own steps, root sees every step" {
-    fake_step 7 0
-    fake_step 8 0
-    fake_task 7 0 0 a
-    fake_task 8 0 0 b
+    fake_steps 7:a 8:b
     serve_start --policy gang
     registered 7 0 "$a" uid=0
     registered 8 0 "$b" uid=65534
@@ -798,10 +782,7 @@ EOF
 }
 
 @test "a step asking for another policy while steps run is co-scheduled under the running one; status shows both" {
-    fake_step 7 0
-    fake_step 8 0
-    fake_task 7 0 0 a
-    fake_task 8 0 0 b
+    fake_steps 7:a 8:b
     serve_start --policy gang --quantum 300ms
     registered 7 0 "$a"
     run cs_register 8 0 "$b" policy=tft
@@ -901,12 +882,7 @@ EOF
 # ------------------------------------------------------------------ 10. multi-node steps
 
 @test "a step spanning nodes (nnodes=2) is never frozen under gang, while the single-node steps take turns" {
-    fake_step 7 0
-    fake_step 8 0
-    fake_step 9 0
-    fake_task 7 0 0 a
-    fake_task 8 0 0 b
-    fake_task 9 0 0 c
+    fake_steps 7:a 8:b 9:c
     serve_start --policy gang --quantum 200ms
     registered 7 0 "$a" nnodes=2
     registered 8 0 "$b"

@@ -16,17 +16,12 @@ teardown_file() {
 }
 
 setup() {
-    slurm_require
-    cd "$BATS_TEST_TMPDIR"
-    chmod 755 "$BATS_TEST_TMPDIR"
-    slurm_plugstack start=ondemand quantum_ms=200 idle_exit=3
+    slurm_test_setup start=ondemand quantum_ms=200 idle_exit=3
     BG=
 }
 
 teardown() {
-    [ -z "${BG:-}" ] || { kill "$BG" 2>/dev/null; wait "$BG" 2>/dev/null || true; }
-    [ -z "${SLURM_CONF:-}" ] || { scancel -u root 2>/dev/null || true; slurm_wait_idle 30 || true; }
-    slurm_engine_stop
+    slurm_test_teardown
 }
 
 # freezer state of step S of job J

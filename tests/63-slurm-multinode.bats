@@ -21,20 +21,12 @@ teardown_file() {
 }
 
 setup() {
-    slurm_require
-    cd "$BATS_TEST_TMPDIR"
-    chmod 755 "$BATS_TEST_TMPDIR"
-    slurm_plugstack start=ondemand quantum_ms=200 idle_exit=3
+    slurm_test_setup start=ondemand quantum_ms=200 idle_exit=3
     BG=
 }
 
 teardown() {
-    [ -z "${BG:-}" ] || { kill "$BG" 2>/dev/null; wait "$BG" 2>/dev/null || true; }
-    [ -z "${SLURM_CONF:-}" ] || { scancel -u root 2>/dev/null || true; slurm_wait_idle 30 || true; }
-    local p
-    p=$("$COSCHED" status --json --socket "$CS_SOCKET" 2>/dev/null |
-        python3 -c 'import json,sys; print(json.load(sys.stdin)["engine"]["pid"])' 2>/dev/null) || true
-    [ -z "$p" ] || { kill "$p"; wait_for 10 "! kill -0 $p 2>/dev/null"; }
+    slurm_test_teardown 10
 }
 
 fstate() {   # NODE JOB STEP

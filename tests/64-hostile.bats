@@ -14,9 +14,7 @@ load helpers/fakeslurm
 bats_require_minimum_version 1.5.0
 
 setup() {
-    requires root cosched python3 cgroup2_freeze
-    cd "$BATS_TEST_TMPDIR"
-    fake_setup
+    fake_test_setup
     NOBODY=$(id -u nobody)
 }
 

@@ -24,6 +24,20 @@ simulate() {
     run --separate-stderr "$COSCHED" simulate "$@"
 }
 
+# calibrated: the calibration tables of paper001/table2 in cal.txt
+calibrated() {
+    simulate --node paper001 --apps table2 --calibrate
+    [ "$status" -eq 0 ] || { echo "$output $stderr"; return 1; }
+    echo "$output" > cal.txt
+}
+
+# cal_check: the python3 script on stdin, given cal.txt, exits 0
+cal_check() {
+    run python3 - cal.txt
+    echo "$output"
+    [ "$status" -eq 0 ]
+}
+
 # refused ARGS... -- NEEDLE: exit 2, NEEDLE in the message, nothing on stdout
 refused() {
     local args=() needle
@@ -407,10 +421,8 @@ EOF
 }
 
 @test "simulate: folding costs S little and N nearly 2x; S hurts most and C suffers most (calibration tables)" {
-    simulate --node paper001 --apps table2 --calibrate
-    [ "$status" -eq 0 ] || { echo "$output $stderr"; return 1; }
-    echo "$output" > cal.txt
-    run python3 - cal.txt <<'EOF'
+    calibrated
+    cal_check <<'EOF'
 import sys
 lines = open(sys.argv[1]).read().split("\n")
 fold = {w[0]: (w[1], float(w[4])) for w in (l.split() for l in lines[1:20])}
@@ -428,8 +440,6 @@ assert m["C"][0] >= m["S"][0] and m["C"][0] > m["N"][0], m
 assert max(m["N"]) < 1.1 and m["S"][2] < 1.1 and m["C"][2] < 1.1, m
 print("ok")
 EOF
-    echo "$output"
-    [ "$status" -eq 0 ]
 }
 
 # The linux layer against paper 001.  Both tests fail with the layer's former
@@ -439,10 +449,8 @@ EOF
 # 3mm at pace 1.46).
 
 @test "simulate: paper 001 Fig. 7 - in pairs, linux gives S apps no improvement over gang, unlike folding" {
-    simulate --node paper001 --apps table2 --calibrate
-    [ "$status" -eq 0 ] || { echo "$output $stderr"; return 1; }
-    echo "$output" > cal.txt
-    run python3 - cal.txt <<'EOF'
+    calibrated
+    cal_check <<'EOF'
 import sys
 lines = open(sys.argv[1]).read().split("\n")
 # per app: throughput beside each co-runner / gang's, mean over the 18; [TFT, linux]
@@ -465,15 +473,11 @@ assert g["C"][3] < 1 and sum(1 for c, t, l in app.values() if c == "C" and l < 0
 assert g["N"][4] < 0.95, g
 print("ok", g["S"], g["C"], g["N"])
 EOF
-    echo "$output"
-    [ "$status" -eq 0 ]
 }
 
 @test "simulate: paper 001 Fig. 8 - linux halves jacobi's pace beside stream and 3mm, ep and doitgen keep theirs" {
-    simulate --node paper001 --apps table2 --calibrate
-    [ "$status" -eq 0 ] || { echo "$output $stderr"; return 1; }
-    echo "$output" > cal.txt
-    run python3 - cal.txt <<'EOF'
+    calibrated
+    cal_check <<'EOF'
 import sys
 lines = open(sys.argv[1]).read().split("\n")
 j = lines.index(next(l for l in lines if l.startswith("pace")))
@@ -491,8 +495,6 @@ for app in ("ep", "doitgen"):
     assert all(float(x) > 0.9 for x in pace[app]), (app, pace[app])
 print("ok", pace["jacobi"], pace["syrk"])
 EOF
-    echo "$output"
-    [ "$status" -eq 0 ]
 }
 
 @test "simulate: a window restarts jobs and counts fractions; every instance ends in the trace" {

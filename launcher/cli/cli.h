@@ -34,8 +34,8 @@ struct cs_opt {
  *     while ((c = cs_opt_next(&g, argc, argv)) != -1)
  *         switch (c) {
  *         case O_POLICY: ... optarg ...
- *         case ':': "option %s needs an argument", g.bad
- *         default:  "unknown option '%s' (%ssee cosched run --help)", g.bad, g.hint
+ *         case ':':
+ *         default: cs_opt_refuse(&g, c, NULL, "run"); ...exit status 2
  *         }
  *     cs_opt_end(&g);          (after optind has been used)
  */
@@ -59,6 +59,10 @@ void cs_opt_start(struct cs_getopt *g, const struct cs_opt *o, int in_order);
  * one dash, -policy, is refused as such rather than read as -p olicy). */
 int cs_opt_next(struct cs_getopt *g, int argc, char **argv);
 void cs_opt_end(struct cs_getopt *g);
+/* The message for what cs_opt_next returned as c, ':' or '?':
+ * "[WHO: ]option --x needs an argument" or
+ * "[WHO: ]unknown option '--x' (HINTsee cosched CMD --help)". */
+void cs_opt_refuse(const struct cs_getopt *g, int c, const char *who, const char *cmd);
 /* "  -p, --policy NAME   help" for each listed option, "      --name ARG"
  * for one without a letter, in columns; note(id), if given, is appended to
  * the option's line. */

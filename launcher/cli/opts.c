@@ -76,6 +76,18 @@ void cs_opt_end(struct cs_getopt *g)
     g->lo = NULL;
 }
 
+void cs_opt_refuse(const struct cs_getopt *g, int c, const char *who, const char *cmd)
+{
+    const char *sep = who ? ": " : "";
+
+    if (!who)
+        who = "";
+    if (c == ':')
+        cs_err("%s%soption %s needs an argument", who, sep, g->bad);
+    else
+        cs_err("%s%sunknown option '%s' (%ssee cosched %s --help)", who, sep, g->bad, g->hint, cmd);
+}
+
 /* "-x" where x is one letter of a cluster: not "--..." and not "-". */
 static int is_cluster(const char *s)
 {

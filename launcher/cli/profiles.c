@@ -101,10 +101,8 @@ int cs_cmd_profiles(int argc, char **argv)
             status = 0;
             goto out;
         case ':':
-            cs_err("option %s needs an argument", g.bad);
-            goto out;
         default:
-            cs_err("unknown option '%s' (%ssee cosched profiles --help)", g.bad, g.hint);
+            cs_opt_refuse(&g, c, NULL, "profiles");
             goto out;
         }
     }
@@ -206,9 +204,7 @@ int cs_cmd_profiles(int argc, char **argv)
     status = broken ? 1 : 0;
 out:
     cs_profile_entries_free(v, n);
-    for (int i = 0; i < nsearch; i++)
-        free(search[i]);
-    free(search);
+    cs_strv_free(search, nsearch);
     free(ppath);
     cs_opt_end(&g);
     return status;

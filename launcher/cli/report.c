@@ -927,11 +927,8 @@ int cs_cmd_report(int argc, char **argv)
         case R_SUMMARY: sum = optarg; break;
         case R_HELP: report_help(); cs_opt_end(&g); return 0;
         case ':':
-            cs_err("report: option %s needs an argument", g.bad);
-            cs_opt_end(&g);
-            return 2;
         default:
-            cs_err("report: unknown option '%s' (%ssee cosched report --help)", g.bad, g.hint);
+            cs_opt_refuse(&g, c, "report", "report");
             cs_opt_end(&g);
             return 2;
         }

@@ -346,25 +346,14 @@ int cs_cmd_classify(int argc, char **argv)
  * one built there; NULL if none of them exists. */
 static const char *omp_shim_path(void)
 {
-    static char exe[4096];
     const char *s = getenv("COSCHED_OMP_SHIM");
-    ssize_t n;
 
     if (s)
         return *s ? s : NULL;
     if (access(COSCHED_PKGLIBDIR "/libcosched-omp.so", R_OK) == 0)
         return COSCHED_PKGLIBDIR "/libcosched-omp.so";
-    n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n > 0) {
-        exe[n] = '\0';
-        char *slash = strrchr(exe, '/');
-        if (slash) {
-            *slash = '\0';
-            if (strcmp(exe, COSCHED_BUILDDIR) == 0 &&
-                access(COSCHED_BUILDDIR "/launcher/omp/libcosched-omp.so", R_OK) == 0)
-                return COSCHED_BUILDDIR "/launcher/omp/libcosched-omp.so";
-        }
-    }
+    if (cs_from_build_tree() && access(COSCHED_BUILDDIR "/launcher/omp/libcosched-omp.so", R_OK) == 0)
+        return COSCHED_BUILDDIR "/launcher/omp/libcosched-omp.so";
     return NULL;
 }
 
@@ -501,9 +490,9 @@ static int run_or_classify(int argc, char **argv, struct classify *cl)
             status = 0;
             goto bad;
         case ':':
-            BAD("option %s needs an argument", g.bad);
         default:
-            BAD("unknown option '%s' (%ssee cosched %s --help)", g.bad, g.hint, cmd);
+            cs_opt_refuse(&g, c, NULL, cmd);
+            goto bad;
         }
     }
     /* auto: on a terminal, unless the jobs write to it themselves (--output
@@ -710,9 +699,7 @@ bad:
     if (e.managed)
         hwloc_bitmap_free(e.managed);
     cs_topo_free(e.topo);
-    for (int i = 0; i < nsearch; i++)
-        free(search[i]);
-    free(search);
+    cs_strv_free(search, nsearch);
     free(popts);
     free(ppath);
     cs_opt_end(&g);
@@ -856,9 +843,9 @@ int cs_cmd_topology(int argc, char **argv)
             status = 0;
             goto bad;
         case ':':
-            BAD("option %s needs an argument", g.bad);
         default:
-            BAD("unknown option '%s' (%ssee cosched topology --help)", g.bad, g.hint);
+            cs_opt_refuse(&g, c, NULL, "topology");
+            goto bad;
         }
     }
     if (optind < argc)
@@ -893,17 +880,15 @@ int cs_cmd_policies(int argc, char **argv)
             status = 0;
             goto bad;
         case ':':
-            BAD("option %s needs an argument", g.bad);
         default:
-            BAD("unknown option '%s' (%ssee cosched policies --help)", g.bad, g.hint);
+            cs_opt_refuse(&g, c, NULL, "policies");
+            goto bad;
         }
     }
     search = cs_policy_search_path(ppath, nppath, &nsearch);
     status = cs_policy_list(search, nsearch, stdout) < 0 ? 1 : 0;
 bad:
-    for (int i = 0; i < nsearch; i++)
-        free(search[i]);
-    free(search);
+    cs_strv_free(search, nsearch);
     free(ppath);
     cs_opt_end(&g);
     return status;

@@ -89,8 +89,8 @@ int cs_cmd_serve(int argc, char **argv)
             cs_opt_help(stdout, serve_opts, NULL);
             status = 0;
             goto out;
-        case ':': BAD("option %s needs an argument", g.bad);
-        default: BAD("unknown option '%s' (%ssee cosched serve --help)", g.bad, g.hint);
+        case ':':
+        default: cs_opt_refuse(&g, c, NULL, "serve"); goto out;
         }
     }
     if (optind < argc)

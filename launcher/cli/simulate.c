@@ -373,9 +373,7 @@ out:
         fclose(e.trace);
     if (e.policy)
         cs_policy_free(e.policy);
-    for (int i = 0; i < su->n; i++)
-        cs_job_free(e.jobs[i]);
-    free(e.jobs);
+    cs_jobs_free(e.jobs, su->n);
     free(e.run_id);
     cs_sim_free(sim);
     return rc;
@@ -597,9 +595,7 @@ out:
     hwloc_bitmap_free(h[0]);
     hwloc_bitmap_free(h[1]);
     cs_sim_free(s);
-    for (int i = 0; i < n; i++)
-        cs_job_free(jobs[i]);
-    free(jobs);
+    cs_jobs_free(jobs, n);
     return rc;
 }
 
@@ -743,9 +739,7 @@ out:
     hwloc_bitmap_free(h0);
     hwloc_bitmap_free(h1);
     cs_sim_free(s);
-    for (int i = 0; i < n; i++)
-        cs_job_free(jobs[i]);
-    free(jobs);
+    cs_jobs_free(jobs, n);
     return rc;
 }
 
@@ -816,9 +810,9 @@ int cs_cmd_simulate(int argc, char **argv)
             status = 0;
             goto out;
         case ':':
-            BAD("option %s needs an argument", g.bad);
         default:
-            BAD("unknown option '%s' (%ssee cosched simulate --help)", g.bad, g.hint);
+            cs_opt_refuse(&g, c, NULL, "simulate");
+            goto out;
         }
     }
     (void)quiet;
@@ -925,9 +919,7 @@ int cs_cmd_simulate(int argc, char **argv)
         for (int i = 0; i < su.n && !bad; i++)
             bad = cs_sim_add_job(s, jobs[i], su.w[i].app, su.w[i].home) < 0;
         cs_sim_free(s);
-        for (int i = 0; i < su.n; i++)
-            cs_job_free(jobs[i]);
-        free(jobs);
+        cs_jobs_free(jobs, su.n);
         if (bad)
             goto out;
     }
@@ -1064,9 +1056,7 @@ out:
     }
     free(pols);
     free(polcopy);
-    for (int i = 0; i < su.nsearch; i++)
-        free(su.search[i]);
-    free(su.search);
+    cs_strv_free(su.search, su.nsearch);
     free(su.w);
     if (su.managed)
         hwloc_bitmap_free(su.managed);

@@ -41,8 +41,8 @@ int cs_cmd_status(int argc, char **argv)
             cs_opt_help(stdout, opts, NULL);
             cs_opt_end(&g);
             return 0;
-        case ':': cs_err("option %s needs an argument", g.bad); cs_opt_end(&g); return 2;
-        default: cs_err("unknown option '%s' (%ssee cosched status --help)", g.bad, g.hint); cs_opt_end(&g); return 2;
+        case ':':
+        default: cs_opt_refuse(&g, c, NULL, "status"); cs_opt_end(&g); return 2;
         }
     }
     cs_opt_end(&g);

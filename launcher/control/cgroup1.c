@@ -313,29 +313,8 @@ static int cg1_set_cpus(struct cs_engine *e, struct cs_job *j,
     struct cg1 *st = e->ctl_state;
     struct cg1_job *cj = j->ctl;
     const char *dir = cj->dir[st->at[C_CPUSET]];
-    char *list = NULL;
-    int ret = -1;
 
-    if (hwloc_bitmap_list_asprintf(&list, cpus) < 0) {
-        cs_err(WHO ": out of memory");
-        return -1;
-    }
-    if (cs_cg_write(WHO, dir, "cpuset.cpus", list) < 0)
-        goto out;
-    if (mems && !hwloc_bitmap_iszero(mems)) {
-        free(list);
-        list = NULL;
-        if (hwloc_bitmap_list_asprintf(&list, mems) < 0) {
-            cs_err(WHO ": out of memory");
-            goto out;
-        }
-        if (cs_cg_write(WHO, dir, "cpuset.mems", list) < 0)
-            goto out;
-    }
-    ret = 0;
-out:
-    free(list);
-    return ret;
+    return cs_cg_write_cpuset(WHO, dir, cpus, mems);
 }
 
 /* Wait until dir/freezer.state reads want; 0, or -1 on timeout (state in buf). */

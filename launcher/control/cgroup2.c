@@ -312,34 +312,13 @@ static int cg2_set_cpus(struct cs_engine *e, struct cs_job *j,
     static int mems_noted;
     struct cg2 *st = e->ctl_state;
     struct cg2_job *cj = j->ctl;
-    char *list = NULL;
-    int ret = -1;
 
     if (!st->cpuset) {
         if (mems && !hwloc_bitmap_iszero(mems) && !mems_noted++)
             cs_debug(WHO ": memory nodes are not applied without the cpuset controller");
         return cs_affinity_cgroup(WHO, cj->dir, cpus) < 0 ? -1 : 0;
     }
-    if (hwloc_bitmap_list_asprintf(&list, cpus) < 0) {
-        cs_err(WHO ": out of memory");
-        return -1;
-    }
-    if (cs_cg_write(WHO, cj->dir, "cpuset.cpus", list) < 0)
-        goto out;
-    if (mems && !hwloc_bitmap_iszero(mems)) {
-        free(list);
-        list = NULL;
-        if (hwloc_bitmap_list_asprintf(&list, mems) < 0) {
-            cs_err(WHO ": out of memory");
-            goto out;
-        }
-        if (cs_cg_write(WHO, cj->dir, "cpuset.mems", list) < 0)
-            goto out;
-    }
-    ret = 0;
-out:
-    free(list);
-    return ret;
+    return cs_cg_write_cpuset(WHO, cj->dir, cpus, mems);
 }
 
 /* The "frozen" value in cgroup.events (read from offset 0), -1 on error. */

@@ -132,6 +132,10 @@ int cs_cgroup_locate(const char *ctl, char *mnt, size_t mntlen, char *dir, size_
 int cs_cg_write(const char *who, const char *dir, const char *file, const char *val);
 int cs_cg_read(const char *dir, const char *file, char *buf, size_t len);
 char *cs_cg_read_all(const char *dir, const char *file);
+/* Write cpus to dir/cpuset.cpus, then mems (unless NULL or empty) to
+ * dir/cpuset.mems, as lists; reports as cs_cg_write (who must not be NULL). */
+int cs_cg_write_cpuset(const char *who, const char *dir, hwloc_const_bitmap_t cpus,
+                       hwloc_const_bitmap_t mems);
 int cs_cgroup_move_procs(const char *who, const char *from, const char *to);
 /* Thaw, (restore affinity,) move processes to origin, rmdir, children first. */
 int cs_cgroup_reclaim(const char *who, const char *dir, const char *origin,

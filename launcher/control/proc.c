@@ -436,55 +436,17 @@ static int bind_process(pid_t pid, pid_t pgid, const cpu_set_t *set, size_t size
     return fresh;
 }
 
-int cs_affinity_pgrp(pid_t pgid, hwloc_const_bitmap_t cpus)
+/* One pass: bind the tasks not yet in done; how many it bound, or -1 after
+ * reporting. */
+typedef int bind_pass_fn(void *arg, const cpu_set_t *set, size_t size, hwloc_const_bitmap_t cpus,
+                         struct tidset *done);
+
+/* Run passes until one finds no new task (tasks may start threads while we
+ * bind): the number bound, -1 after an error, -2 (not reported) when tasks
+ * kept appearing through MAX_PASSES passes. */
+static int bind_passes(hwloc_const_bitmap_t cpus, bind_pass_fn *pass_fn, void *arg)
 {
     struct tidset done = { 0 };
-    struct cs_pstat *m = NULL;
-    size_t nm, size, i;
-    cpu_set_t *set;
-    int pass, total = 0, ret = -1;
-
-    set = glibc_set(cpus, &size);
-    if (!set)
-        return -1;
-    for (pass = 0; pass < MAX_PASSES; pass++) {
-        int fresh = 0;
-        if (cs_proc_members(pgid, &m, &nm) < 0) {
-            cs_err("affinity: cannot scan /proc for process group %ld: %s",
-                   (long)pgid, strerror(errno));
-            goto out;
-        }
-        for (i = 0; i < nm; i++) {
-            int r = bind_process(m[i].pid, pgid, set, size, cpus, &done);
-            if (r < 0)
-                goto out;
-            fresh += r;
-        }
-        free(m);
-        m = NULL;
-        if (!fresh)
-            break;
-        total += fresh;
-    }
-    if (pass == MAX_PASSES) {
-        cs_err("affinity: process group %ld kept creating tasks through %d passes; "
-               "its affinity may be incomplete", (long)pgid, MAX_PASSES);
-        goto out;
-    }
-    ret = total;
-out:
-    free(m);
-    free(done.v);
-    CPU_FREE(set);
-    return ret;
-}
-
-int cs_affinity_cgroup(const char *who, const char *dir, hwloc_const_bitmap_t cpus)
-{
-    struct tidset done = { 0 };
-    const char *file = "cgroup.threads";
-    char where[PATH_MAX + 32];
-    char *list = NULL;
     size_t size;
     cpu_set_t *set;
     int pass, total = 0, ret = -1;
@@ -492,49 +454,110 @@ int cs_affinity_cgroup(const char *who, const char *dir, hwloc_const_bitmap_t cp
     set = glibc_set(cpus, &size);
     if (!set)
         return -1;
-    snprintf(where, sizeof where, "in %s", dir);
     for (pass = 0; pass < MAX_PASSES; pass++) {
-        int fresh = 0;
-        char *p, *end;
-        free(list);
-        list = cs_cg_read_all(dir, file);
-        if (!list && errno == ENOENT && pass == 0) {
-            file = "tasks";                 /* cgroup v1 */
-            list = cs_cg_read_all(dir, file);
-        }
-        if (!list) {
-            cs_err("%s: cannot read %s/%s: %s", who, dir, file, strerror(errno));
+        int fresh = pass_fn(arg, set, size, cpus, &done);
+        if (fresh < 0)
             goto out;
-        }
-        for (p = list; *p; p = end) {
-            long tid = strtol(p, &end, 10);
-            int r;
-            if (end == p) {
-                end = p + 1;
-                continue;
-            }
-            if (tid <= 0 || tidset_has(&done, (pid_t)tid))
-                continue;
-            r = bind_task((pid_t)tid, set, size, cpus, where);
-            if (r < 0 || tidset_add(&done, (pid_t)tid) < 0)
-                goto out;
-            fresh++;
-        }
         if (!fresh)
             break;
         total += fresh;
     }
-    if (pass == MAX_PASSES) {
-        cs_err("%s: %s kept gaining threads through %d passes; its affinity may be incomplete",
-               who, dir, MAX_PASSES);
-        goto out;
-    }
-    ret = total;
+    ret = pass == MAX_PASSES ? -2 : total;
 out:
-    free(list);
     free(done.v);
     CPU_FREE(set);
     return ret;
+}
+
+static int pgrp_pass(void *arg, const cpu_set_t *set, size_t size, hwloc_const_bitmap_t cpus,
+                     struct tidset *done)
+{
+    pid_t pgid = *(pid_t *)arg;
+    struct cs_pstat *m = NULL;
+    size_t nm, i;
+    int fresh = 0;
+
+    if (cs_proc_members(pgid, &m, &nm) < 0) {
+        cs_err("affinity: cannot scan /proc for process group %ld: %s",
+               (long)pgid, strerror(errno));
+        return -1;
+    }
+    for (i = 0; i < nm && fresh >= 0; i++) {
+        int r = bind_process(m[i].pid, pgid, set, size, cpus, done);
+        fresh = r < 0 ? -1 : fresh + r;
+    }
+    free(m);
+    return fresh;
+}
+
+int cs_affinity_pgrp(pid_t pgid, hwloc_const_bitmap_t cpus)
+{
+    int r = bind_passes(cpus, pgrp_pass, &pgid);
+
+    if (r == -2) {
+        cs_err("affinity: process group %ld kept creating tasks through %d passes; "
+               "its affinity may be incomplete", (long)pgid, MAX_PASSES);
+        return -1;
+    }
+    return r;
+}
+
+struct cgroup_pass {
+    const char *who, *dir, *file;
+    char where[PATH_MAX + 32];
+    int first;
+};
+
+static int cgroup_pass(void *arg, const cpu_set_t *set, size_t size, hwloc_const_bitmap_t cpus,
+                       struct tidset *done)
+{
+    struct cgroup_pass *c = arg;
+    char *list, *p, *end;
+    int fresh = 0;
+
+    list = cs_cg_read_all(c->dir, c->file);
+    if (!list && errno == ENOENT && c->first) {
+        c->file = "tasks";                  /* cgroup v1 */
+        list = cs_cg_read_all(c->dir, c->file);
+    }
+    c->first = 0;
+    if (!list) {
+        cs_err("%s: cannot read %s/%s: %s", c->who, c->dir, c->file, strerror(errno));
+        return -1;
+    }
+    for (p = list; *p; p = end) {
+        long tid = strtol(p, &end, 10);
+        int r;
+        if (end == p) {
+            end = p + 1;
+            continue;
+        }
+        if (tid <= 0 || tidset_has(done, (pid_t)tid))
+            continue;
+        r = bind_task((pid_t)tid, set, size, cpus, c->where);
+        if (r < 0 || tidset_add(done, (pid_t)tid) < 0) {
+            fresh = -1;
+            break;
+        }
+        fresh++;
+    }
+    free(list);
+    return fresh;
+}
+
+int cs_affinity_cgroup(const char *who, const char *dir, hwloc_const_bitmap_t cpus)
+{
+    struct cgroup_pass c = { .who = who, .dir = dir, .file = "cgroup.threads", .first = 1 };
+    int r;
+
+    snprintf(c.where, sizeof c.where, "in %s", dir);
+    r = bind_passes(cpus, cgroup_pass, &c);
+    if (r == -2) {
+        cs_err("%s: %s kept gaining threads through %d passes; its affinity may be incomplete",
+               who, dir, MAX_PASSES);
+        return -1;
+    }
+    return r;
 }
 
 /* ------------------------------------------------------- mounts, cgroups */
@@ -677,18 +700,26 @@ out:
     return ret;
 }
 
-int cs_cg_write(const char *who, const char *dir, const char *file, const char *val)
+/* open DIR/FILE with FLAGS (O_CLOEXEC added); -1 with errno set, ENAMETOOLONG
+ * when the path does not fit */
+static int cg_open(const char *dir, const char *file, int flags)
 {
     char path[PATH_MAX];
+
+    if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, file) >= sizeof path) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    return open(path, flags | O_CLOEXEC);
+}
+
+int cs_cg_write(const char *who, const char *dir, const char *file, const char *val)
+{
     size_t len = strlen(val);
     ssize_t w;
     int fd, saved;
 
-    if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, file) >= sizeof path) {
-        errno = ENAMETOOLONG;
-        goto fail;
-    }
-    fd = open(path, O_WRONLY | O_CLOEXEC);
+    fd = cg_open(dir, file, O_WRONLY);
     if (fd < 0)
         goto fail;
     w = write(fd, val, len);
@@ -710,15 +741,10 @@ fail:
 
 int cs_cg_read(const char *dir, const char *file, char *buf, size_t len)
 {
-    char path[PATH_MAX];
     ssize_t r;
     int fd, saved;
 
-    if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, file) >= sizeof path) {
-        errno = ENAMETOOLONG;
-        return -1;
-    }
-    fd = open(path, O_RDONLY | O_CLOEXEC);
+    fd = cg_open(dir, file, O_RDONLY);
     if (fd < 0)
         return -1;
     r = read(fd, buf, len - 1);
@@ -735,15 +761,11 @@ int cs_cg_read(const char *dir, const char *file, char *buf, size_t len)
 
 char *cs_cg_read_all(const char *dir, const char *file)
 {
-    char path[PATH_MAX], *buf = NULL;
+    char *buf = NULL;
     size_t n = 0, cap = 0;
     int fd, saved;
 
-    if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, file) >= sizeof path) {
-        errno = ENAMETOOLONG;
-        return NULL;
-    }
-    fd = open(path, O_RDONLY | O_CLOEXEC);
+    fd = cg_open(dir, file, O_RDONLY);
     if (fd < 0)
         return NULL;
     for (;;) {
@@ -774,6 +796,30 @@ fail:
     free(buf);
     errno = saved;
     return NULL;
+}
+
+static int cg_write_set(const char *who, const char *dir, const char *file, hwloc_const_bitmap_t set)
+{
+    char *list = NULL;
+    int ret;
+
+    if (hwloc_bitmap_list_asprintf(&list, set) < 0) {
+        cs_err("%s: out of memory", who);
+        return -1;
+    }
+    ret = cs_cg_write(who, dir, file, list);
+    free(list);
+    return ret;
+}
+
+int cs_cg_write_cpuset(const char *who, const char *dir, hwloc_const_bitmap_t cpus,
+                       hwloc_const_bitmap_t mems)
+{
+    if (cg_write_set(who, dir, "cpuset.cpus", cpus) < 0)
+        return -1;
+    if (mems && !hwloc_bitmap_iszero(mems) && cg_write_set(who, dir, "cpuset.mems", mems) < 0)
+        return -1;
+    return 0;
 }
 
 int cs_cgroup_move_procs(const char *who, const char *from, const char *to)

@@ -82,10 +82,15 @@ const char *cs_option_hint(const char *arg, const struct option *opts, char *buf
 
 FILE *cs_fopen_write(const char *path);
 char *cs_strdup_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Free the n strings of v, then v (NULL is fine). */
+void cs_strv_free(char **v, int n);
 /* Where the shipped data (lua/, profiles/) is: $COSCHED_DATADIR, else the
  * installed location, else - for a cosched run from its build tree - the
  * source tree. */
 const char *cs_datadir(void);
+/* 1 when this process is the cosched of the build tree
+ * (COSCHED_BUILDDIR/cosched, run before installing), else 0. */
+int cs_from_build_tree(void);
 /* 0 when path (resolved) and every directory above it belong to root and
  * nobody else may write them (a root-owned sticky directory is fine); -1
  * with why.  The node engine loads only such files (policies, modules). */
@@ -217,6 +222,8 @@ int cs_jobfile_load(const char *path, struct cs_job ***jobs, int *njobs);
  * *err set to a static message. */
 char **cs_split_words(const char *s, const char **err);
 void cs_job_free(struct cs_job *j);
+/* cs_job_free() each of the n jobs, then free the array (NULL is fine). */
+void cs_jobs_free(struct cs_job **jobs, int n);
 /* The end of a step for a live job: ran (it ran in the step) counts a quantum
  * run, ends its wait at now; else a quantum frozen, waited = now - last run. */
 void cs_job_stepped(struct cs_job *j, int ran, double now);

@@ -134,6 +134,13 @@ void cs_job_free(struct cs_job *j)
     free(j);
 }
 
+void cs_jobs_free(struct cs_job **jobs, int n)
+{
+    for (int i = 0; jobs && i < n; i++)
+        cs_job_free(jobs[i]);
+    free(jobs);
+}
+
 /* Parse one option word "key=value" into j; NULL or a message. */
 static const char *job_option(struct cs_job *j, const char *word)
 {

@@ -215,9 +215,7 @@ void cs_store_close(struct cs_store *s)
 {
     if (!s)
         return;
-    for (int i = 0; i < s->nwarned; i++)
-        free(s->warned[i]);
-    free(s->warned);
+    cs_strv_free(s->warned, s->nwarned);
     free(s->dir);
     free(s);
 }
@@ -245,9 +243,7 @@ static void key_free(struct cs_store_key *k)
         return;
     free(k->exe);
     free(k->exe_id);
-    for (int i = 0; i < k->nargs; i++)
-        free(k->args[i]);
-    free(k->args);
+    cs_strv_free(k->args, k->nargs);
     free(k->file);
     free(k);
 }

@@ -92,6 +92,13 @@ int cs_read_file(const char *path, char *buf, size_t len)
     return (int)n;
 }
 
+void cs_strv_free(char **v, int n)
+{
+    for (int i = 0; v && i < n; i++)
+        free(v[i]);
+    free(v);
+}
+
 char *cs_strdup_printf(const char *fmt, ...)
 {
     va_list ap;
@@ -120,26 +127,31 @@ char *cs_bitmap_list(hwloc_const_bitmap_t b)
  * cosched that runs from its build tree before `make install`, the source
  * tree it was built from (so `./cosched run ...` works right after `make`).
  */
+int cs_from_build_tree(void)
+{
+    char exe[4096], *slash;
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+
+    if (n <= 0)
+        return 0;
+    exe[n] = '\0';
+    slash = strrchr(exe, '/');
+    if (!slash)
+        return 0;
+    *slash = '\0';
+    return strcmp(exe, COSCHED_BUILDDIR) == 0;
+}
+
 const char *cs_datadir(void)
 {
-    static char exe[4096];
     const char *d = getenv("COSCHED_DATADIR");
-    ssize_t n;
 
     if (d && *d)
         return d;
     if (access(COSCHED_DATADIR "/lua/policies", R_OK) == 0)
         return COSCHED_DATADIR;
-    n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n > 0) {
-        exe[n] = '\0';
-        char *slash = strrchr(exe, '/');
-        if (slash) {
-            *slash = '\0';
-            if (strcmp(exe, COSCHED_BUILDDIR) == 0)
-                return COSCHED_SRCDIR;
-        }
-    }
+    if (cs_from_build_tree())
+        return COSCHED_SRCDIR;
     return COSCHED_DATADIR;
 }
 

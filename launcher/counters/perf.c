@@ -420,9 +420,7 @@ static int resolve(const struct cs_event *ev, int user_only, struct target **out
     *n = k;
     return 0;
 fail:
-    for (int i = 0; i < k; i++)
-        free(names[i]);
-    free(names);
+    cs_strv_free(names, k);
     free_targets(t, k);
     return -1;
 }

@@ -125,12 +125,8 @@ void cs_profile_free(struct cs_profile *p)
     free(p->file);
     free(p->description);
     free(p->models);
-    for (int i = 0; i < p->nsources; i++)
-        free(p->sources[i]);
-    free(p->sources);
-    for (int i = 0; i < p->ncaveats; i++)
-        free(p->caveats[i]);
-    free(p->caveats);
+    cs_strv_free(p->sources, p->nsources);
+    cs_strv_free(p->caveats, p->ncaveats);
     for (int i = 0; i < p->nevents; i++) {
         struct cs_event *e = &p->events[i];
         free(e->slot);
@@ -672,46 +668,40 @@ static struct cs_expr *parse_unary(struct xp *x)
     return parse_primary(x);
 }
 
-static struct cs_expr *parse_product(struct xp *x)
+/* One level of left-associative binary operators: operands from next,
+ * joined by op[0] (kind[0]) or op[1] (kind[1]). */
+static struct cs_expr *parse_binary(struct xp *x, struct cs_expr *(*next)(struct xp *),
+                                    const char op[2], const enum cs_expr_op kind[2])
 {
-    struct cs_expr *l = parse_unary(x), *r;
+    struct cs_expr *l = next(x), *r;
     const char *s;
 
-    while (l && (s = skip_ws(x->s), *s == '*' || *s == '/')) {
+    while (l && (s = skip_ws(x->s), *s == op[0] || *s == op[1])) {
         if (++x->nodes > CS_MAX_NODES) {
             expr_free(l);
             fail(x->ps, s, "formula too long (more than %d operators)", CS_MAX_NODES);
             return NULL;
         }
         x->s = s + 1;
-        if ((r = parse_unary(x)) == NULL) {
+        if ((r = next(x)) == NULL) {
             expr_free(l);
             return NULL;
         }
-        l = node(*s == '*' ? CS_EX_MUL : CS_EX_DIV, l, r);
+        l = node(kind[*s == op[0] ? 0 : 1], l, r);
     }
     return l;
 }
 
+static struct cs_expr *parse_product(struct xp *x)
+{
+    static const enum cs_expr_op kind[2] = { CS_EX_MUL, CS_EX_DIV };
+    return parse_binary(x, parse_unary, "*/", kind);
+}
+
 static struct cs_expr *parse_sum(struct xp *x)
 {
-    struct cs_expr *l = parse_product(x), *r;
-    const char *s;
-
-    while (l && (s = skip_ws(x->s), *s == '+' || *s == '-')) {
-        if (++x->nodes > CS_MAX_NODES) {
-            expr_free(l);
-            fail(x->ps, s, "formula too long (more than %d operators)", CS_MAX_NODES);
-            return NULL;
-        }
-        x->s = s + 1;
-        if ((r = parse_product(x)) == NULL) {
-            expr_free(l);
-            return NULL;
-        }
-        l = node(*s == '+' ? CS_EX_ADD : CS_EX_SUB, l, r);
-    }
-    return l;
+    static const enum cs_expr_op kind[2] = { CS_EX_ADD, CS_EX_SUB };
+    return parse_binary(x, parse_product, "+-", kind);
 }
 
 /* Compile the formula starting at s (inside ps->linebuf) into m. */
@@ -737,24 +727,26 @@ static int compile_formula(struct parse *ps, struct cs_metric *m, const char *s)
 
 /* ---------------------------------------------------------------- lines */
 
-static int valid_slot(const char *s, size_t len)
+/* len characters of class cls (isupper, islower), the first one, then
+ * also digits and '_' */
+static int valid_name(const char *s, size_t len, int (*cls)(int))
 {
-    if (len == 0 || !isupper((unsigned char)s[0]))
+    if (len == 0 || !cls((unsigned char)s[0]))
         return 0;
     for (size_t i = 1; i < len; i++)
-        if (!(isupper((unsigned char)s[i]) || isdigit((unsigned char)s[i]) || s[i] == '_'))
+        if (!(cls((unsigned char)s[i]) || isdigit((unsigned char)s[i]) || s[i] == '_'))
             return 0;
     return 1;
 }
 
+static int valid_slot(const char *s, size_t len)
+{
+    return valid_name(s, len, isupper);
+}
+
 static int valid_metric_name(const char *s, size_t len)
 {
-    if (len == 0 || !islower((unsigned char)s[0]))
-        return 0;
-    for (size_t i = 1; i < len; i++)
-        if (!(islower((unsigned char)s[i]) || isdigit((unsigned char)s[i]) || s[i] == '_'))
-            return 0;
-    return 1;
+    return valid_name(s, len, islower);
 }
 
 static int parse_event_line(struct parse *ps, const char *line)
@@ -1456,9 +1448,7 @@ struct cs_profile *cs_profile_for_this_cpu(char *const *extra, int nextra, char 
     if (p == NULL)
         snprintf(why, len, "no profile covers %s family %d model 0x%x (see cosched profiles)", c.vendor,
                  c.family, c.model);
-    for (int i = 0; i < n; i++)
-        free(dirs[i]);
-    free(dirs);
+    cs_strv_free(dirs, n);
     return p;
 }
 
@@ -1497,11 +1487,8 @@ struct cs_profile *cs_profile_find(const char *spec, char *const *extra, int nex
         const char *near = cs_closest(spec, (const char *const *)names, nn);
         cs_err("--profile %s: no %s.txt in the profile search path (%s%s%scosched profiles lists them)", spec, spec,
                near ? "did you mean " : "", near ? near : "", near ? "? " : "");
-        for (size_t i = 0; i < nn; i++)
-            free(names[i]);
+        cs_strv_free(names, (int)nn);
     }
-    for (int i = 0; i < n; i++)
-        free(dirs[i]);
-    free(dirs);
+    cs_strv_free(dirs, n);
     return p;
 }

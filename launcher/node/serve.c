@@ -1072,9 +1072,7 @@ out_parent:
     if (e.managed)
         hwloc_bitmap_free(e.managed);
     cs_topo_free(e.topo);
-    for (int i = 0; i < s.nsearch; i++)
-        free(s.search[i]);
-    free(s.search);
+    cs_strv_free(s.search, s.nsearch);
     if (lockfd >= 0)
         close(lockfd);
     if (logfd >= 0) {

@@ -452,6 +452,15 @@ function M.source(params)
   return setmetatable({ mode = mode }, Src)
 end
 
+--- source(), then init(), from a policy's parameters (characterize,
+--- standalone_quanta, folded_quanta): the source of lca, flca, fop and the
+--- balance policies.
+function M.source_of(params)
+  local src = M.source { characterize = params.characterize }
+  src:init { standalone_quanta = params.standalone_quanta, folded_quanta = params.folded_quanta }
+  return src
+end
+
 function Src:init(chparams)
   if self.mode == "yes" then self.c = ch.new(chparams or {}) end
 end
@@ -693,6 +702,14 @@ end
 
 M.split_levels = { auto = true, llc = true, numa = true, core = true, pu = true }
 
+--- The split parameter of a folding policy, checked: split, or an error.
+function M.check_split(split)
+  if not M.split_levels[split] then
+    error(("split = '%s': expected auto, llc, numa, core or pu"):format(split), 0)
+  end
+  return split
+end
+
 --[==[ M.balance_policy(spec) -> the whole policy table of a statically paired,
 sort-balanced policy: lbb, llcmrb and their folded variants flbb, fllcmrb
 (paper 001, Sec. 2 and 5), which differ only in name, sort key and fold.
@@ -776,18 +793,14 @@ function M.balance_policy(spec)
       folded_quanta = { default = 1, help = "characterization: quanta measured folded" },
     },
     init = function(params)
-      if not M.split_levels[params.split] then
-        error(("split = '%s': expected auto, llc, numa, core or pu"):format(params.split), 0)
-      end
       plan = M.static {
         fold = spec.fold,
-        split = params.split,
+        split = M.check_split(params.split),
         pair = function(entries)
           return M.topbottom(entries, (M.sort_key(entries, spec.key)))
         end,
       }
-      src = M.source { characterize = params.characterize }
-      src:init { standalone_quanta = params.standalone_quanta, folded_quanta = params.folded_quanta }
+      src = M.source_of(params)
     end,
     plan = function(snap)
       return plan(src, snap)

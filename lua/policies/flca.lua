@@ -224,17 +224,13 @@ return {
     if pair_quanta ~= math.floor(pair_quanta) then
       error(("pair_quanta = '%s': expected an integer >= 1"):format(params.pair_quanta), 0)
     end
-    if not pairing.split_levels[params.split] then
-      error(("split = '%s': expected auto, llc, numa, core or pu"):format(params.split), 0)
-    end
-    split = params.split
+    split = pairing.check_split(params.split)
     if params.continue_epoch ~= "yes" and params.continue_epoch ~= "no" then
       error(("continue_epoch = '%s': expected yes or no"):format(tostring(params.continue_epoch)), 0)
     end
     continue_epoch = params.continue_epoch == "yes"
     epoch = nil
-    src = pairing.source { characterize = params.characterize }
-    src:init { standalone_quanta = params.standalone_quanta, folded_quanta = params.folded_quanta }
+    src = pairing.source_of(params)
     if params.cp_ref ~= "standalone" and params.cp_ref ~= "nearest" then
       error(("cp_ref = '%s': expected standalone or nearest"):format(tostring(params.cp_ref)), 0)
     end

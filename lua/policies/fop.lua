@@ -78,12 +78,8 @@ return {
         error(("k = '%s': expected auto or an integer >= 1"):format(params.k), 0)
       end
     end
-    if not pairing.split_levels[params.split] then
-      error(("split = '%s': expected auto, llc, numa, core or pu"):format(params.split), 0)
-    end
-    split = params.split
-    src = pairing.source { characterize = params.characterize }
-    src:init { standalone_quanta = params.standalone_quanta, folded_quanta = params.folded_quanta }
+    split = pairing.check_split(params.split)
+    src = pairing.source_of(params)
     tr = ageing.tracker("standalone")
   end,
 

@@ -72,8 +72,7 @@ return {
 
   init = function(params)
     plan = pairing.static { fold = false, pair = pairing.lca }
-    src = pairing.source { characterize = params.characterize }
-    src:init { standalone_quanta = params.standalone_quanta, folded_quanta = params.folded_quanta }
+    src = pairing.source_of(params)
   end,
 
   plan = function(snap)

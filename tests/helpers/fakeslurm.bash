@@ -19,6 +19,9 @@
 # Functions:
 #   fake_setup                  in setup(): FAKE_ROOT, SOCKDIR (a 0755 dir for
 #                               sockets that uid nobody can reach), SOCK
+#   fake_test_setup             setup() of a tier on fake trees (61, 64): skip
+#                               without root, cosched, python3 or cgroup.freeze,
+#                               cd to the test's tmpdir, fake_setup
 #   fake_teardown               in teardown(): stop the engines, kill every
 #                               process in the tree, thaw, remove the tree and
 #                               SOCKDIR; fails when something stays
@@ -29,6 +32,8 @@
 #                               step_S/user/task_T, bound to LIST if given;
 #                               its pid goes to $BATS_TEST_TMPDIR/NAME.pid and
 #                               to the variable NAME
+#   fake_steps J:NAME...        fake_step J 0 for each J, then fake_task J 0 0
+#                               NAME for each (spin -t 2 in task 0 of each)
 #   fake_v1_step J S [UID]      the same in Slurm's cgroup v1 layout (below),
 #                               owned by UID as Slurm 22.05 makes it
 #   fake_v1_task J S T NAME [PROG ARGS...]
@@ -74,6 +79,12 @@ fake_setup() {
     SERVE_ENV=()
 }
 
+fake_test_setup() {
+    requires root cosched python3 cgroup2_freeze
+    cd "$BATS_TEST_TMPDIR"
+    fake_setup
+}
+
 step_dir() {
     local d=$FAKE_SCOPE/job_$1/step_$2
     [ -n "${3:-}" ] && d=$d/$3
@@ -112,6 +123,16 @@ fake_task() {
     if [[ $* == *" -p $BATS_TEST_TMPDIR/$name.ready"* ]]; then
         wait_for 10 test -s "$BATS_TEST_TMPDIR/$name.ready"
     fi
+}
+
+fake_steps() {
+    local _js
+    for _js in "$@"; do
+        fake_step "${_js%%:*}" 0
+    done
+    for _js in "$@"; do
+        fake_task "${_js%%:*}" 0 0 "${_js#*:}"
+    done
 }
 
 # Slurm's cgroup v1 layout (proctrack/cgroup, task/cgroup), in the REAL v1

@@ -69,7 +69,11 @@
 #                               quantum 2 s, no counters, ARGS added), as systemd
 #                               would start it; waits until it answers
 #   slurm_engine_pid            its pid (from a ping), empty when none answers
-#   slurm_engine_stop           SIGTERM to it, wait until it has exited
+#   slurm_engine_stop [SECONDS] SIGTERM to it, wait (20 s) until it has exited
+#   slurm_test_setup ARGS...    a test's setup: slurm_require, its tmpdir
+#                               (0755), plugstack.conf with ARGS
+#   slurm_test_teardown [SECONDS]  an engine test's teardown: kill $BG,
+#                               cancel every job, wait for idle, stop the engine
 #   slurm_step_dir JOB STEP [NODE]  the step's cgroup: v1, its freezer group;
 #                               v2, job_JOB/step_STEP in the node's stepd scope
 
@@ -190,6 +194,19 @@ slurm_require() {
 
 # ------------------------------------------------------------------ plugstack.conf
 
+slurm_test_setup() {
+    slurm_require
+    cd "$BATS_TEST_TMPDIR"
+    chmod 755 "$BATS_TEST_TMPDIR"
+    slurm_plugstack "$@"
+}
+
+slurm_test_teardown() {
+    [ -z "${BG:-}" ] || { kill "$BG" 2>/dev/null; wait "$BG" 2>/dev/null || true; }
+    [ -z "${SLURM_CONF:-}" ] || { scancel -u root 2>/dev/null || true; slurm_wait_idle 30 || true; }
+    slurm_engine_stop "$@"
+}
+
 slurm_plugstack() {
     local kind=required
     [ "${1:-}" = --optional ] && { kind=optional; shift; }
@@ -271,7 +288,7 @@ slurm_engine_pid() {
 slurm_engine_stop() {
     local p
     p=$(slurm_engine_pid)
-    [ -z "$p" ] || { kill "$p"; wait_for 20 "! kill -0 $p 2>/dev/null"; }
+    [ -z "$p" ] || { kill "$p"; wait_for "${1:-20}" "! kill -0 $p 2>/dev/null"; }
 }
 
 slurm_step_dir() {

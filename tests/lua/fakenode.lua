@@ -7,6 +7,9 @@
 --   local ok, err = fake.validate(snap, plan)   -- the engine's plan checks
 --   node:run(plan)                           -- "run" the steps: waited, quanta, last
 --   local p, params = fake.load_policy(srcdir, "lbb", { split = "core" })   -- a shipped policy, init'ed
+--   local LOG = fake.library()               -- the global `cosched` a policy's sandbox has; its
+--                                            -- log appends "LEVEL: MSG" lines to LOG
+--   LOG = fake.log_reset()                   -- a fresh LOG for the lines from now on
 --
 -- Topology: `cores` cores of one hardware thread each (cpus 0..cores-1), cut in
 -- `llcs` contiguous LLC domains of equal size (one NUMA node and package per
@@ -227,6 +230,20 @@ function M.table2(srcdir)
   end
   f:close()
   return rows, by
+end
+
+-- The sandbox's library (cosched-policy(7)) as the global `cosched`, its log
+-- kept in a table of "LEVEL: MSG" lines.
+local log_lines = {}
+
+function M.log_reset()
+  log_lines = {}
+  return log_lines
+end
+
+function M.library()
+  cosched = { api = 1, version = "test", log = function(level, msg) log_lines[#log_lines + 1] = level .. ": " .. msg end }
+  return M.log_reset()
 end
 
 return M

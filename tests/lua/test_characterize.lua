@@ -751,14 +751,21 @@ local function pair_policy(a, b)
     return function() return { jobs = { { id = a, cpus = { 0, 1, 2, 3 } }, { id = b, cpus = { 4, 5, 6, 7 } } } } end
 end
 
+-- 3mm (losing 40% to contention) and stream on flat8, characterized alone
+-- first: sim, c, their ids, and whether both are ready
+local function characterized_pair()
+    local sim = Sim.new(flat8())
+    local c = ch.new()
+    local a = sim:add(app("3mm", { contend = 0.6 }))
+    local b = sim:add(app("stream"))
+    sim:run(c, 6); sim:look(c)
+    return sim, c, a, b, c:info(a).ready and c:info(b).ready
+end
+
 check("contention is not a phase: 3mm (C) loses 40% next to stream (S) in its LLC, no re-characterization",
     function()
-        local sim = Sim.new(flat8())
-        local c = ch.new()
-        local a = sim:add(app("3mm", { contend = 0.6 }))
-        local b = sim:add(app("stream"))
-        sim:run(c, 6); sim:look(c)
-        if not (c:info(a).ready and c:info(b).ready) then return false, "not characterized" end
+        local sim, c, a, b, ready = characterized_pair()
+        if not ready then return false, "not characterized" end
         sim:run(c, 10, pair_policy(a, b)); sim:look(c)
         return c:info(a).recharacterizations == 0 and c:info(b).recharacterizations == 0
             and #sim.violations == 0, table.concat(sim.violations, "; ")
@@ -769,12 +776,8 @@ check("a co-runner that restarted during the step still ran there: 3mm beside a 
         -- issue #11 cause 3: judged from who is frozen at snapshot time, the
         -- restarted stream looked absent, 3mm's contended steps were compared
         -- with its clean reference, and it was characterized again
-        local sim = Sim.new(flat8())
-        local c = ch.new()
-        local a = sim:add(app("3mm", { contend = 0.6 }))
-        local b = sim:add(app("stream"))
-        sim:run(c, 6); sim:look(c)
-        if not (c:info(a).ready and c:info(b).ready) then return false, "not characterized" end
+        local sim, c, a, b, ready = characterized_pair()
+        if not ready then return false, "not characterized" end
         sim.restarts = { [b] = true }
         sim:run(c, 10, pair_policy(a, b)); sim:look(c)
         return c:info(a).recharacterizations == 0 and c:info(b).recharacterizations == 0
@@ -797,11 +800,16 @@ check("no counters on the run (snap.counters = none): no characterization quanta
             ("placed %d waiting %d class %s/%s"):format(#part.jobs, #part.waiting, ia.class, ib.class)
     end)
 
+-- a flat8 node, a characterization module and one job per app named, added
+-- in order: sim, c and the jobs' ids
+local function flat8_with(...)
+    local sim, c, ids = Sim.new(flat8()), ch.new(), {}
+    for i, name in ipairs({ ... }) do ids[i] = sim:add(app(name)) end
+    return sim, c, table.unpack(ids)
+end
+
 check("an N job's steps stay comparable next to an S co-runner: ep -30% beside stream triggers", function()
-    local sim = Sim.new(flat8())
-    local c = ch.new()
-    local a = sim:add(app("ep"))
-    local b = sim:add(app("stream"))
+    local sim, c, a, b = flat8_with("ep", "stream")
     sim:run(c, 6); sim:look(c)
     sim:run(c, 3, pair_policy(a, b)); sim:look(c)
     local calm = c:info(a).characterizing
@@ -825,10 +833,7 @@ check("jobs in different LLC domains are comparable (2x2x4): a phase of one is s
 end)
 
 check("recharacterize(id) queues a ready job behind the others, oldest first", function()
-    local sim = Sim.new(flat8())
-    local c = ch.new()
-    local a = sim:add(app("ep"))
-    local b = sim:add(app("stream"))
+    local sim, c, a, b = flat8_with("ep", "stream")
     sim:run(c, 1)
     local d = sim:add(app("gemm"))
     local snap = sim:look(c)
@@ -843,9 +848,7 @@ end)
 
 -- ------------------------------------------------------------------ uncounted steps, no PMU
 check("uncounted steps do not count: 2 missed steps delay the characterization by 2", function()
-    local sim = Sim.new(flat8())
-    local c = ch.new()
-    local id = sim:add(app("stream"))
+    local sim, c, id = flat8_with("stream")
     sim.uncounted[1] = true
     sim.uncounted[3] = true
     sim:run(c, 2); sim:look(c)
@@ -859,10 +862,7 @@ check("uncounted steps do not count: 2 missed steps delay the characterization b
 end)
 
 check("frozen steps do not count: a pending job the policy leaves frozen makes no progress", function()
-    local sim = Sim.new(flat8())
-    local c = ch.new()
-    local a = sim:add(app("ep"))
-    local b = sim:add(app("stream"))
+    local sim, c, a, b = flat8_with("ep", "stream")
     sim:run(c, 3); sim:look(c)               -- a done, b pending
     local keep_b_frozen = function() return { jobs = { { id = a, cpus = { 0, 1, 2, 3, 4, 5, 6, 7 } } } } end
     sim:run(c, 5, keep_b_frozen); sim:look(c)
@@ -872,9 +872,7 @@ check("frozen steps do not count: a pending job the policy leaves frozen makes n
 end)
 
 check("short steps (< half a quantum, epoch cut short) are ignored", function()
-    local sim = Sim.new(flat8())
-    local c = ch.new()
-    local id = sim:add(app("ep"))
+    local sim, c, id = flat8_with("ep")
     local snap = sim:look(c)
     sim:execute({ jobs = c:plan_step(snap).jobs }, 0.3)
     snap = sim:look(c)
@@ -932,11 +930,7 @@ end)
 
 -- ------------------------------------------------------------------ jobs that leave
 check("a job leaving mid-characterization is forgotten; the next pending job is placed", function()
-    local sim = Sim.new(flat8())
-    local c = ch.new()
-    local a = sim:add(app("ep"))
-    local b = sim:add(app("stream"))
-    local d = sim:add(app("gemm"))
+    local sim, c, a, b, d = flat8_with("ep", "stream", "gemm")
     sim:run(c, 1)
     sim:remove(a)
     sim:remove(d)
@@ -948,10 +942,7 @@ check("a job leaving mid-characterization is forgotten; the next pending job is 
 end)
 
 check("a job leaving in its folded phase is forgotten", function()
-    local sim = Sim.new(flat8())
-    local c = ch.new()
-    local a = sim:add(app("ep"))
-    local b = sim:add(app("stream"))
+    local sim, c, a, b = flat8_with("ep", "stream")
     sim:run(c, 2); sim:look(c)
     local was = c:info(a).phase
     sim:remove(a)                            -- ends during the step planned now
@@ -963,10 +954,7 @@ end)
 
 -- ------------------------------------------------------------------ who shares with a job under characterization
 check("only ready N jobs may share: ep (N) runs beside the 4-thread stream's characterization", function()
-    local sim = Sim.new(flat8())
-    local c = ch.new()
-    local n = sim:add(app("ep"))
-    local x = sim:add(app("3mm"))
+    local sim, c, n, x = flat8_with("ep", "3mm")
     sim:run(c, 6)
     local s = sim:add(app("stream"), 4)
     sim:look(c)
@@ -985,9 +973,7 @@ check("only ready N jobs may share: ep (N) runs beside the 4-thread stream's cha
 end)
 
 check("a C job in the reserved LLC breaks isolation: the step is discarded", function()
-    local sim = Sim.new(flat8())
-    local c = ch.new()
-    local x = sim:add(app("3mm"))
+    local sim, c, x = flat8_with("3mm")
     sim:run(c, 3)
     local s = sim:add(app("stream"), 4)
     local rogue = function(_, _, part) return { jobs = { part.jobs[1], { id = x, cpus = part.shared } } } end
@@ -1017,9 +1003,7 @@ check("SMT: an N job on other cores of the LLC is fine, one on the job's own cor
 end)
 
 check("a job run on other cpus than asked is discarded, not counted", function()
-    local sim = Sim.new(flat8())
-    local c = ch.new()
-    local id = sim:add(app("ep"))
+    local sim, c, id = flat8_with("ep")
     sim:run(c, 1, function() return { jobs = { { id = id, cpus = { 0, 1, 2 } } } } end)
     sim:look(c)
     local i = c:info(id)
@@ -1140,9 +1124,7 @@ check("plan_step before update in an epoch is an error", function()
 end)
 
 check("update twice with the same snapshot consumes the step once", function()
-    local sim = Sim.new(flat8())
-    local c = ch.new()
-    local id = sim:add(app("ep"))
+    local sim, c, id = flat8_with("ep")
     sim:run(c, 1)
     local snap = sim:look(c)
     c:update(snap)
@@ -1278,12 +1260,19 @@ check("results(): a characterization given up without counters is degraded, clas
         and c:info(1).class == "S", #r == 1 and tostring(r[1].class) or ("#r " .. #r)
 end)
 
-check("job.stored: the job is ready at once with the stored values, never placed", function()
+-- gemm characterized once (i0), then a new gemm job seeded with that result
+-- in job.stored: i0, sim, c, the job's id
+local function seeded_gemm()
     local i0 = characterize(app("gemm"))
     local sim = Sim.new(flat8())
     local c = ch.new()
     local id = sim:add(app("gemm"), 8)
     sim:job(id).stored = stored_of(i0)
+    return i0, sim, c, id
+end
+
+check("job.stored: the job is ready at once with the stored values, never placed", function()
+    local i0, sim, c, id = seeded_gemm()
     local snap = sim:look(c)
     local part = c:plan_step(snap)
     local i = c:info(id)
@@ -1294,11 +1283,7 @@ check("job.stored: the job is ready at once with the stored values, never placed
 end)
 
 check("job.stored: the seeded job's phase change is detected and its new result handed back", function()
-    local i0 = characterize(app("gemm"))
-    local sim = Sim.new(flat8())
-    local c = ch.new()
-    local id = sim:add(app("gemm"), 8)
-    sim:job(id).stored = stored_of(i0)
+    local i0, sim, c, id = seeded_gemm()
     sim:job(id).ipc_mult = 0.5                -- not what was stored: a new phase
     sim:run(c, 2)
     sim:look(c)

@@ -5,10 +5,9 @@
 
 local srcdir = arg[1] or "."
 package.path = srcdir .. "/lua/?.lua;" .. srcdir .. "/tests/lua/?.lua;" .. package.path
-local LOG = {}
-cosched = { api = 1, version = "test", log = function(level, msg) LOG[#LOG + 1] = level .. ": " .. msg end }
-
 local fake = require "fakenode"
+local LOG = fake.library()
+
 local spread = require "cosched.numa_spread"
 
 local tap = require "tap"
@@ -243,7 +242,7 @@ end)
 
 -- ------------------------------------------------------------------ migration
 check("migration at placement: 80 % of memory on node 0, job placed on node 2 -> 'migrating 800 pages node 0→2'", function()
-  LOG = {}
+  LOG = fake.log_reset()
   local node = numa_node(8, 2)
   local mem = { pages = 1000, nodes = { [0] = 0.8, [2] = 0.2 }, home = 0 }
   add(node, { class = "S", threads = 2, mpki = 30, memory = mem })
@@ -264,7 +263,7 @@ check("migration at placement: 80 % of memory on node 0, job placed on node 2 ->
 end)
 
 check("migration when the bound allows: two devils on node 0 after a phase change; moved at epoch 11, not before", function()
-  LOG = {}
+  LOG = fake.log_reset()
   local node = numa_node(8, 2)
   -- jobs 1 and 3 turn into devils at epoch 3; placement at epoch 1 by load: 1,3 -> node 0
   local devil_after = function(e) return e >= 3 and 50 or 1 end
@@ -307,7 +306,7 @@ check("migration when the bound allows: two devils on node 0 after a phase chang
 end)
 
 check("migration cost: pages = pages x fraction off the target node; memory unknown -> '?' pages", function()
-  LOG = {}
+  LOG = fake.log_reset()
   local node = numa_node(8, 2)
   add(node, { class = "S", threads = 2, mpki = 30, memory = { pages = 1000, nodes = { [0] = 1 }, home = 0 } })
   add(node, { class = "S", threads = 2, mpki = 20, memory = { pages = 1001, nodes = { [0] = 0.5, [2] = 0.5 }, home = 0 } })
@@ -322,7 +321,7 @@ check("migration cost: pages = pages x fraction off the target node; memory unkn
 end)
 
 check("migration time is an estimate: pages x 4096 B / migrate_gbps; 2^18 pages (1 GiB) at 2 GB/s -> 0.537 s, summed in stats", function()
-  LOG = {}
+  LOG = fake.log_reset()
   local spread = require "cosched.numa_spread"
   if not near(spread.migrate_seconds(262144, 2), 262144 * 4096 / 2e9) then return false, "migrate_seconds" end
   local node = numa_node(8, 2)
@@ -408,7 +407,7 @@ end)
 -- ------------------------------------------------------------------ single node
 for _, name in ipairs { "dinuma", "dip" } do
   check(name .. ": one NUMA node: no mems, said once, round robin (every job within 4 epochs)", function()
-    LOG = {}
+    LOG = fake.log_reset()
     local node = numa_node(2, 1)
     for i = 1, 4 do add(node, { class = ({ "S", "C", "N" })[i % 3 + 1], threads = 2, priority = i == 2 and 1 or 0 }) end
     node.counters = false

@@ -5,11 +5,10 @@
 
 local srcdir = arg[1] or "."
 package.path = srcdir .. "/lua/?.lua;" .. srcdir .. "/tests/lua/?.lua;" .. package.path
-local LOG = {}
-cosched = { api = 1, version = "test", log = function(level, msg) LOG[#LOG + 1] = level .. ": " .. msg end }
+local fake = require "fakenode"
+local LOG = fake.library()
 
 local numa = require "cosched.numa"
-local fake = require "fakenode"
 
 local tap = require "tap"
 local check, results = tap.check, tap.results
@@ -250,10 +249,15 @@ check("three nodes: pressure moves to the least loaded node, one job, then stops
 end)
 
 -- ------------------------------------------------------------------ remapping (Sec. 3.4)
+-- WL9 homed as MAP ("0000": every job on node 0) on 8 cores and 2 nodes under
+-- POLICY, with a fresh LOG: the topology, the policy and the jobs
+local function wl9_on(policy, map)
+  LOG = fake.log_reset()
+  return topology(8, 2), load_policy(policy), workload(WL9, map)
+end
+
 check("20 % rule: mcf's MPKI -15 % keeps the mapping (soplex home), -23 % remaps (soplex -> node 1)", function()
-  local topo = topology(8, 2)
-  local p = load_policy("nmass")
-  local jobs = workload(WL9, "1000")
+  local topo, p, jobs = wl9_on("nmass", "1000")
   local snap = snapshot(topo, jobs)
   local plan = plan_ok(snap, p.plan(snap))
   local first = node_string(topo, plan, 4)
@@ -270,9 +274,7 @@ check("20 % rule: mcf's MPKI -15 % keeps the mapping (soplex home), -23 % remaps
     table.concat({ first, second, would, third }, " ")
 end)
 check("remap keeps cpus: a job that stays on its node keeps its cores; a job leaving triggers a remap", function()
-  local topo = topology(8, 2)
-  local p = load_policy("nmass")
-  local jobs = workload(WL9, "0000")
+  local topo, p, jobs = wl9_on("nmass", "0000")
   local snap = snapshot(topo, jobs)
   local plan = p.plan(snap)
   local cpus1 = {}
@@ -305,10 +307,7 @@ end)
 
 -- ------------------------------------------------------------------ without counters
 check("no counters: N-MASS maps as maximum-local (WL9 0000 stays 0000) and says so once", function()
-  LOG = {}
-  local topo = topology(8, 2)
-  local p = load_policy("nmass")
-  local jobs = workload(WL9, "0000")
+  local topo, p, jobs = wl9_on("nmass", "0000")
   for _, j in ipairs(jobs) do j.counted = false end
   local got = {}
   for e = 1, 3 do
@@ -320,10 +319,7 @@ check("no counters: N-MASS maps as maximum-local (WL9 0000 stays 0000) and says 
   return got[1] == "0000" and got[3] == "0000" and n == 1, got[1] .. " messages " .. n
 end)
 check("no counters, maxlocal: no message about MPKI; stored MPKI is used when there", function()
-  LOG = {}
-  local topo = topology(8, 2)
-  local p = load_policy("maxlocal")
-  local jobs = workload(WL9, "0000")
+  local topo, p, jobs = wl9_on("maxlocal", "0000")
   for _, j in ipairs(jobs) do j.counted = false end
   local snap = snapshot(topo, jobs)
   p.plan(snap)
@@ -357,10 +353,7 @@ check("nmass orders by the stored penalty: of two jobs homed on a 1-core node th
   return with == "10" and without == "01", "with store " .. with .. ", without " .. without
 end)
 check("first epoch (MPKI not measured yet): maximum-local, no message; the first MPKI remaps", function()
-  LOG = {}
-  local topo = topology(8, 2)
-  local p = load_policy("nmass")
-  local jobs = workload(WL9, "0000")
+  local topo, p, jobs = wl9_on("nmass", "0000")
   for _, j in ipairs(jobs) do j.ran = false end
   local snap = snapshot(topo, jobs)
   local a = node_string(topo, plan_ok(snap, p.plan(snap)), 4)
@@ -502,7 +495,7 @@ for _, name in ipairs { "maxlocal", "nmass" } do
   end)
 end
 check("oversubscribed (8 one-thread jobs, 2 x 2 cores): 4 run per epoch, all equally often; cosched.log says time-sharing", function()
-  LOG = {}
+  LOG = fake.log_reset()
   local topo = topology(4, 2)
   local p = load_policy("nmass")
   local jobs = {}

@@ -5,11 +5,12 @@
 
 local srcdir = arg[1] or "."
 package.path = srcdir .. "/lua/?.lua;" .. srcdir .. "/tests/lua/?.lua;" .. package.path
-cosched = { api = 1, version = "test", log = function() end }   -- the sandbox's library
+
+local fake = require "fakenode"
+fake.library()                          -- the sandbox's library
 
 local pairing = require "cosched.pairing"
 local ageing = require "cosched.ageing"
-local fake = require "fakenode"
 
 local tap = require "tap"
 local check, results = tap.check, tap.results
@@ -222,9 +223,15 @@ local function classes_node(cores, llcs, classes, q)
   return node
 end
 
+-- NAME on classes only (characterize = no) over classes_node(CORES, LLCS,
+-- CLASSES): the policy, its params and the node
+local function hinted(name, cores, llcs, classes)
+  local p, params = load_policy(name, { characterize = "no" })
+  return p, params, classes_node(cores, llcs, classes)
+end
+
 check("lbb: one step, pair (S,N) on all cpus shared, then (C) alone, round robin", function()
-  local p, params = load_policy("lbb", { characterize = "no" })
-  local node = classes_node(8, 1, { "N", "C", "S" })
+  local p, params, node = hinted("lbb", 8, 1, { "N", "C", "S" })
   local seen = {}
   for _ = 1, 4 do
     local ran, plan = run_epoch(node, p, params)
@@ -239,16 +246,14 @@ check("lbb: one step, pair (S,N) on all cpus shared, then (C) alone, round robin
   return got == "1,3 2 1,3 2", got
 end)
 check("flbb: the same pairs folded on halves, disjoint", function()
-  local p, params = load_policy("flbb", { characterize = "no" })
-  local node = classes_node(8, 1, { "N", "C", "S", "S" })
+  local p, params, node = hinted("flbb", 8, 1, { "N", "C", "S", "S" })
   local _, plan = run_epoch(node, p, params)
   local j = plan[1].jobs
   return #j == 2 and not plan[1].shared and #j[1].cpus == 4 and #j[2].cpus == 4 and j[1].cpus[1] == 0
      and j[2].cpus[1] == 4, fmt_units { { j[1].id, j[2].id } }
 end)
 check("lca policy: {N,S,C,C,S,N} -> pairs (1,2) (6,5) (3,4), one per quantum", function()
-  local p, params = load_policy("lca", { characterize = "no" })
-  local node = classes_node(8, 1, { "N", "S", "C", "C", "S", "N" })
+  local p, params, node = hinted("lca", 8, 1, { "N", "S", "C", "C", "S", "N" })
   local got = {}
   for _ = 1, 3 do
     local ran = run_epoch(node, p, params)
@@ -260,8 +265,7 @@ check("lca policy: {N,S,C,C,S,N} -> pairs (1,2) (6,5) (3,4), one per quantum", f
   return s == "1,2 3,4 5,6", s
 end)
 check("lca on 2 LLCs: two pairs per quantum, one per LLC domain", function()
-  local p, params = load_policy("lca", { characterize = "no" })
-  local node = classes_node(8, 2, { "N", "S", "C", "C" })
+  local p, params, node = hinted("lca", 8, 2, { "N", "S", "C", "C" })
   local _, plan = run_epoch(node, p, params)
   local j = plan[1].jobs
   local dom = function(e) return e.cpus[1] // 4 end
@@ -276,8 +280,7 @@ local function ids_of(step)
   return table.concat(l, ",")
 end
 check("flca, 6 jobs, one LLC: K = 4, two steps of 2 quanta, LCA pairs of the 4 oldest, folded", function()
-  local p, params = load_policy("flca", { characterize = "no" })
-  local node = classes_node(8, 1, { "S", "C", "N", "C", "S", "N" })
+  local p, params, node = hinted("flca", 8, 1, { "S", "C", "N", "C", "S", "N" })
   local ran, plan = run_epoch(node, p, params)
   if #plan ~= 2 then return false, "steps " .. #plan end
   -- the 4 oldest (all age 0: by id) are 1 S, 2 C, 3 N, 4 C: N with S -> (3,1), C with C -> (2,4)
@@ -289,8 +292,7 @@ check("flca, 6 jobs, one LLC: K = 4, two steps of 2 quanta, LCA pairs of the 4 o
   return got == "1,3 2,4" and near(d, 0.2) and #plan[1].jobs[1].cpus == 4, got .. " d=" .. d
 end)
 check("flca: next epoch the jobs that waited (5, 6) come first", function()
-  local p, params = load_policy("flca", { characterize = "no" })
-  local node = classes_node(8, 1, { "S", "C", "N", "C", "S", "N" })
+  local p, params, node = hinted("flca", 8, 1, { "S", "C", "N", "C", "S", "N" })
   run_epoch(node, p, params)
   local ran = run_epoch(node, p, params)
   local all = {}
@@ -298,21 +300,18 @@ check("flca: next epoch the jobs that waited (5, 6) come first", function()
   return all[5] and all[6]
 end)
 check("flca: 3 jobs, K = 2: the oldest S and C are never paired: two steps of one quantum, each alone", function()
-  local p, params = load_policy("flca", { characterize = "no" })
-  local node = classes_node(8, 1, { "S", "C", "N" })
+  local p, params, node = hinted("flca", 8, 1, { "S", "C", "N" })
   local ran, plan = run_epoch(node, p, params)
   return #plan == 2 and #ran[1] == 1 and #ran[2] == 1 and near(plan[1].duration, 0.1)
      and #plan[1].jobs[1].cpus == 8
 end)
 check("flca: 3 jobs {N,S,C}, K = 2: the N and the S folded, one step of two quanta", function()
-  local p, params = load_policy("flca", { characterize = "no" })
-  local node = classes_node(8, 1, { "N", "S", "C" })
+  local p, params, node = hinted("flca", 8, 1, { "N", "S", "C" })
   local ran, plan = run_epoch(node, p, params)
   return #plan == 1 and #ran[1] == 2 and near(plan[1].duration, 0.2) and #plan[1].jobs[1].cpus == 4
 end)
 check("flca: 4 jobs {S,C,S,C}: K = 4 (four or more jobs), S with S and C with C, both pairs every epoch", function()
-  local p, params = load_policy("flca", { characterize = "no" })
-  local node = classes_node(8, 1, { "S", "C", "S", "C" })
+  local p, params, node = hinted("flca", 8, 1, { "S", "C", "S", "C" })
   local _, plan = run_epoch(node, p, params)
   if #plan ~= 2 then return false, "steps " .. #plan end
   local got = ids_of(plan[1]) .. " " .. ids_of(plan[2])
@@ -335,8 +334,7 @@ local function cut_epoch(node, p, params, cut, between)
   return plan, plan2
 end
 check("flca: an epoch cut by a restart is continued: the round in progress for its time left, then the next", function()
-  local p, params = load_policy("flca", { characterize = "no" })
-  local node = classes_node(8, 1, { "S", "C", "N", "C", "S", "N" })
+  local p, params, node = hinted("flca", 8, 1, { "S", "C", "N", "C", "S", "N" })
   local plan, plan2 = cut_epoch(node, p, params, 0.05)
   if #plan2 ~= 2 then return false, "steps after the cut " .. #plan2 end
   local same = ids_of(plan2[1]) == ids_of(plan[1]) and ids_of(plan2[2]) == ids_of(plan[2])
@@ -355,8 +353,7 @@ check("flca: continue_epoch = no selects anew at the cut (the old behaviour)", f
   return got == "2,4 5,6", ids_of(plan[1]) .. " then " .. got
 end)
 check("flca: a job that leaves mid-epoch is taken out; its partner keeps the pair's group", function()
-  local p, params = load_policy("flca", { characterize = "no" })
-  local node = classes_node(8, 1, { "S", "C", "N", "C", "S", "N" })
+  local p, params, node = hinted("flca", 8, 1, { "S", "C", "N", "C", "S", "N" })
   local gone
   local plan, plan2 = cut_epoch(node, p, params, 0.05, function(pl)
     gone = pl[1].jobs[1].id
@@ -374,8 +371,7 @@ check("flca: CP against IPC_standalone by default (the paper), cp_ref = nearest 
   return not pcall(load_policy, "flca", { cp_ref = "folded" })
 end)
 check("fop: the two oldest run folded; CP rewards the slowed job", function()
-  local p, params = load_policy("fop", { characterize = "no" })
-  local node = classes_node(8, 1, { "N", "N", "N" })
+  local p, params, node = hinted("fop", 8, 1, { "N", "N", "N" })
   local ran = run_epoch(node, p, params)
   table.sort(ran[1])
   return table.concat(ran[1], ",") == "1,2", table.concat(ran[1], ",")
@@ -455,8 +451,7 @@ for _, name in ipairs(NAMES) do
 end
 
 check("flca starvation: within n epochs in the paper's setting (8 cores, 1 LLC, 8 jobs, no counters)", function()
-  local p, params = load_policy("flca", { characterize = "no" })
-  local node = classes_node(8, 1, { "S", "S", "C", "C", "N", "N", "S", "C" })
+  local p, params, node = hinted("flca", 8, 1, { "S", "S", "C", "C", "N", "N", "S", "C" })
   local last, worst = {}, 0
   for e = 1, 50 do
     local ran = run_epoch(node, p, params)

@@ -6,11 +6,10 @@
 
 local srcdir = arg[1] or "."
 package.path = srcdir .. "/lua/?.lua;" .. srcdir .. "/tests/lua/?.lua;" .. package.path
-local LOG = {}
-cosched = { api = 1, version = "test", log = function(level, msg) LOG[#LOG + 1] = level .. ": " .. msg end }
+local fake = require "fakenode"
+local LOG = fake.library()
 
 local regress = require "cosched.regress"
-local fake = require "fakenode"
 
 local tap = require "tap"
 local check, results = tap.check, tap.results
@@ -327,30 +326,35 @@ check("pmugroup end to end on an AMD-like node (no orb_full, bw_llc counted): th
   return apart(node, plan, impl.last_groups)
 end)
 
-check("pmugroup placement, 8 cores / 2 LLCs, {S,S,C,C}: one step, group 1 on one LLC, group 2 on the other", function()
+-- pmugroup's plan of one epoch on a node of CORES cores and LLCS LLCs with one
+-- job per class of CLASSES: the plan and the node
+local function pmugroup_plan(cores, llcs, classes)
   local p, params = load_policy("pmugroup")
-  local node = fake.node { cores = 8, llcs = 2 }
-  for _, c in ipairs { "S", "S", "C", "C" } do node:add { class = c } end
-  local plan = epoch(node, p, params)
-  if #plan ~= 1 or #plan[1].jobs ~= 4 then return false, #plan .. " steps" end
+  local node = fake.node { cores = cores, llcs = llcs }
+  for _, c in ipairs(classes) do node:add { class = c } end
+  return epoch(node, p, params), node
+end
+
+-- the LLC of each job's first cpu in the plan's first step, by job id
+local function first_step_llcs(node, plan)
   local llc, dom = llc_of(node), {}
   for _, e in ipairs(plan[1].jobs) do dom[e.id] = llc[e.cpus[1]] end
+  return dom
+end
+
+check("pmugroup placement, 8 cores / 2 LLCs, {S,S,C,C}: one step, group 1 on one LLC, group 2 on the other", function()
+  local plan, node = pmugroup_plan(8, 2, { "S", "S", "C", "C" })
+  if #plan ~= 1 or #plan[1].jobs ~= 4 then return false, #plan .. " steps" end
+  local dom = first_step_llcs(node, plan)
   return dom[1] == dom[2] and dom[3] == dom[4] and dom[1] ~= dom[3]
 end)
 check("pmugroup placement, 8 cores / 2 LLCs, {S,S,N,N}: group 1 spread, one per LLC, group 3 on the empty cores", function()
-  local p, params = load_policy("pmugroup")
-  local node = fake.node { cores = 8, llcs = 2 }
-  for _, c in ipairs { "S", "S", "N", "N" } do node:add { class = c } end
-  local plan = epoch(node, p, params)
-  local llc, dom = llc_of(node), {}
-  for _, e in ipairs(plan[1].jobs) do dom[e.id] = llc[e.cpus[1]] end
+  local plan, node = pmugroup_plan(8, 2, { "S", "S", "N", "N" })
+  local dom = first_step_llcs(node, plan)
   return #plan == 1 and dom[1] ~= dom[2] and dom[3] ~= dom[4]
 end)
 check("pmugroup placement, single LLC, {S,C,N,N}: apart in time - S and C in different steps, N fill", function()
-  local p, params = load_policy("pmugroup")
-  local node = fake.node { cores = 8, llcs = 1 }
-  for _, c in ipairs { "S", "C", "N", "N" } do node:add { class = c } end
-  local plan = epoch(node, p, params)
+  local plan, node = pmugroup_plan(8, 1, { "S", "C", "N", "N" })
   local step_of = {}
   for s, step in ipairs(plan) do for _, e in ipairs(step.jobs) do step_of[e.id] = s end end
   return #plan == 2 and step_of[1] ~= step_of[2] and #plan[1].jobs == 2 and #plan[2].jobs == 2,
@@ -400,11 +404,18 @@ local function cf_metrics(node, st, hook)
   end
 end
 
+-- cachefair with job A cache-fair (and opts), its state S and the node of
+-- cf_node: p, params, S, node, st (the per-job state cf_metrics keeps)
+local function cf_policy(opts)
+  opts = opts or {}
+  opts.fair = "A"
+  local p, params = load_policy("cachefair", opts)
+  return p, params, upvalue(p.plan, "S"), cf_node(), {}
+end
+
 check("cachefair: fair miss rate from Eq. 2 on the constructed regression = 0.012 exactly, fair IPC 0.96, after 10 samples", function()
-  LOG = {}
-  local p, params = load_policy("cachefair", { fair = "A" })
-  local S = upvalue(p.plan, "S")
-  local node, st = cf_node(), {}
+  LOG = fake.log_reset()
+  local p, params, S, node, st = cf_policy()
   local m = cf_metrics(node, st)
   local at
   for e = 1, 200 do
@@ -422,9 +433,7 @@ check("cachefair: fair miss rate from Eq. 2 on the constructed regression = 0.01
 end)
 
 check("cachefair sampling rules: no estimate with 9 samples; steps under half a quantum and runs under 1e7 instructions are discarded", function()
-  local p, params = load_policy("cachefair", { fair = "A" })
-  local S = upvalue(p.plan, "S")
-  local node, st = cf_node(), {}
+  local p, params, S, node, st = cf_policy()
   local runs = 0
   local hook = function(j)
     if j.id == 1 then
@@ -458,9 +467,7 @@ end)
 -- every seventh plan() "fails" (the epoch is counted, no plan is made); in
 -- the fallback A's miss rate follows from all five co-runners at once.
 check("cachefair: fallback steps (plan refused or plan() failed) are not sampled: Eq. 2 still gives 0.012, credits refunded", function()
-  local p, params = load_policy("cachefair", { fair = "A" })
-  local S = upvalue(p.plan, "S")
-  local node, st = cf_node(), {}
+  local p, params, S, node, st = cf_policy()
   local m = cf_metrics(node, st)
   local fallbacks, observed, after_fallback = 0, 0, false
   local function fallback()
@@ -498,9 +505,7 @@ check("cachefair: fallback steps (plan refused or plan() failed) are not sampled
 end)
 
 check("cachefair compensation: owed = IPC_fair/IPC - 1 quanta for A, taken from the 5 best-effort jobs in equal parts, sums to 0", function()
-  local p, params = load_policy("cachefair", { fair = "A" })
-  local S = upvalue(p.plan, "S")
-  local node, st = cf_node(), {}
+  local p, params, S, node, st = cf_policy()
   local m = cf_metrics(node, st)
   for _ = 1, 200 do
     epoch(node, p, params, m)
@@ -538,9 +543,7 @@ check("cachefair: A below its fair IPC gets more CPU time than each best-effort 
   local save = BE_MPC
   BE_MPC = { 0.03, 0.03, 0.03, 0.03, 0.03 }
   local ok, res, why = pcall(function()
-    local p, params = load_policy("cachefair", { fair = "A", min_samples = 3 })
-    local S = upvalue(p.plan, "S")
-    local node, st = cf_node(), {}
+    local p, params, S, node, st = cf_policy({ min_samples = 3 })
     -- sampling needs varying co-runners: vary them for the first epochs
     local m = cf_metrics(node, st)
     local e0
@@ -566,7 +569,7 @@ check("cachefair: A below its fair IPC gets more CPU time than each best-effort 
 end)
 
 check("cachefair without counters: fair round robin (each job's quanta within 1 of the others) and one log line", function()
-  LOG = {}
+  LOG = fake.log_reset()
   local p, params = load_policy("cachefair")
   local node = fake.node { cores = 8, llcs = 1 }
   for i = 1, 5 do node:add {} end

@@ -44,26 +44,8 @@ static int omp_get_max_threads(void) { return 1; }
 
 #define USAGE "usage: ompwork [-k barrier|triad] [-n ITERATIONS] [-w WORK] [-m MIB] [-F CPULIST] [-v]\n"
 
-static _Noreturn void bad_usage(const char *fmt, const char *arg)
-{
-	fputs("ompwork: ", stderr);
-	fprintf(stderr, fmt, arg);
-	fputs("\n" USAGE, stderr);
-	exit(2);
-}
-
-static long parse_long(char o, const char *s, long min, long max)
-{
-	char *end;
-	errno = 0;
-	long v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < min || v > max) {
-		char fmt[80];
-		snprintf(fmt, sizeof fmt, "-%c wants an integer from %ld to %ld, got '%%s'", o, min, max);
-		bad_usage(fmt, s);
-	}
-	return v;
-}
+#define PROG "ompwork"
+#include "progargs.h"
 
 /* "0", "0,2", "0-3,6": 0 or -1. */
 static int parse_cpulist(const char *s, cpu_set_t *set)

@@ -107,6 +107,23 @@ static const char *required_tail =
     "remote_accesses - unavailable: not in this test\n"
     "local_accesses  [loads] SW0 + PMC4\n";
 
+/* metrics of test_formulas' profile that evaluate to a number: the metric,
+ * the seconds, the value wanted and the test's name */
+struct near_case { const char *metric; double seconds, want; const char *what; };
+static const struct near_case near_cases[] = {
+    { "ipc", 1.0, 2.0, "ipc = 2.0 for FIXC0=2e9, FIXC1=1e9" },
+    { "bw_l1", 1.0, 64.0, "bw_l1 = 64 GB/s for 1e9 L1D replacements in 1 s" },
+    { "bw_l1", 2.0, 32.0, "bw_l1 = 32 GB/s over 2 s" },
+    { "percore", 1.0, 8.0, "a metric above and the variable cores: 64 GB/s / 8 cores = 8" },
+    { "bw_llc", 1.0, 6.4, "1.E-09 parses: bw_llc = 6.4" },
+    { "mpki", 1.0, 1.0, "mpki = 1000*2e6/2e9 = 1" },
+    { "prec", 1.0, 11.0, "precedence 2+3*4-6/2 = 11" },
+    { "paren", 1.0, -5.0, "parentheses (2+3)*(4-6)/2 = -5" },
+    { "neg", 1.0, 7.0, "unary signs -PMC4*-2 + +1 = 7" },
+    { "small", 1.0, 15.7, "numbers .5 1.5e+1 2E-1" },
+    { "ratio", 1.0, 2.0, "metric references compose" },
+};
+
 static void test_formulas(void)
 {
     char text[8192];
@@ -139,28 +156,11 @@ static void test_formulas(void)
     ok(strcmp(p->name, "unit") == 0 && p->nevents == 11 && p->vendor == CS_VENDOR_INTEL && p->family == 6 &&
        p->nmodels == 2 && p->models[1].lo == 0x30 && p->models[1].hi == 0x3f && !p->test,
        "name, events, ARCH intel 6 0x55 0x30-0x3f parsed");
-    v = eval_named(p, "ipc", slots, vals, 9, 1.0, 8, &rc);
-    ok(rc == 0 && near(v, 2.0), "ipc = 2.0 for FIXC0=2e9, FIXC1=1e9 (got %g)", v);
-    v = eval_named(p, "bw_l1", slots, vals, 9, 1.0, 8, &rc);
-    ok(rc == 0 && near(v, 64.0), "bw_l1 = 64 GB/s for 1e9 L1D replacements in 1 s (got %g)", v);
-    v = eval_named(p, "bw_l1", slots, vals, 9, 2.0, 8, &rc);
-    ok(rc == 0 && near(v, 32.0), "bw_l1 = 32 GB/s over 2 s (got %g)", v);
-    v = eval_named(p, "percore", slots, vals, 9, 1.0, 8, &rc);
-    ok(rc == 0 && near(v, 8.0), "a metric above and the variable cores: 64 GB/s / 8 cores = 8 (got %g)", v);
-    v = eval_named(p, "bw_llc", slots, vals, 9, 1.0, 8, &rc);
-    ok(rc == 0 && near(v, 6.4), "1.E-09 parses: bw_llc = 6.4 (got %g)", v);
-    v = eval_named(p, "mpki", slots, vals, 9, 1.0, 8, &rc);
-    ok(rc == 0 && near(v, 1.0), "mpki = 1000*2e6/2e9 = 1 (got %g)", v);
-    v = eval_named(p, "prec", slots, vals, 9, 1.0, 8, &rc);
-    ok(rc == 0 && near(v, 11.0), "precedence 2+3*4-6/2 = 11 (got %g)", v);
-    v = eval_named(p, "paren", slots, vals, 9, 1.0, 8, &rc);
-    ok(rc == 0 && near(v, -5.0), "parentheses (2+3)*(4-6)/2 = -5 (got %g)", v);
-    v = eval_named(p, "neg", slots, vals, 9, 1.0, 8, &rc);
-    ok(rc == 0 && near(v, 7.0), "unary signs -PMC4*-2 + +1 = 7 (got %g)", v);
-    v = eval_named(p, "small", slots, vals, 9, 1.0, 8, &rc);
-    ok(rc == 0 && near(v, 15.7), "numbers .5 1.5e+1 2E-1 (got %g)", v);
-    v = eval_named(p, "ratio", slots, vals, 9, 1.0, 8, &rc);
-    ok(rc == 0 && near(v, 2.0), "metric references compose (got %g)", v);
+    for (size_t i = 0; i < sizeof near_cases / sizeof near_cases[0]; i++) {
+        const struct near_case *c = &near_cases[i];
+        v = eval_named(p, c->metric, slots, vals, 9, c->seconds, 8, &rc);
+        ok(rc == 0 && near(v, c->want), "%s (got %g)", c->what, v);
+    }
     v = eval_named(p, "zero", slots, vals, 9, 1.0, 8, &rc);
     ok(rc == 0 && isinf(v) && v > 0, "x/0 = +inf, no trap (got %g)", v);
     v = eval_named(p, "negzero", slots, vals, 9, 1.0, 8, &rc);

@@ -65,13 +65,8 @@ static atomic_int started;           /* threads that have published their TID */
 static pid_t tids[MAX_THREADS + 1];  /* [0] main; [threads] the late thread */
 static pid_t me;
 
-static _Noreturn void bad_usage(const char *fmt, const char *arg)
-{
-	fputs("spin: ", stderr);
-	fprintf(stderr, fmt, arg);
-	fputs("\n" USAGE, stderr);
-	exit(2);
-}
+#define PROG "spin"
+#include "progargs.h"
 
 static double parse_seconds(char o, const char *s)
 {
@@ -81,19 +76,6 @@ static double parse_seconds(char o, const char *s)
 	if (errno || end == s || *end || !isfinite(v) || v < 0 || v > 1e7) {
 		char fmt[64];
 		snprintf(fmt, sizeof fmt, "-%c wants a number of seconds >= 0, got '%%s'", o);
-		bad_usage(fmt, s);
-	}
-	return v;
-}
-
-static long parse_long(char o, const char *s, long min, long max)
-{
-	char *end;
-	errno = 0;
-	long v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < min || v > max) {
-		char fmt[80];
-		snprintf(fmt, sizeof fmt, "-%c wants an integer from %ld to %ld, got '%%s'", o, min, max);
 		bad_usage(fmt, s);
 	}
 	return v;
