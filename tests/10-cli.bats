@@ -138,7 +138,7 @@ PY
     refuse "--cpus 'x-y': expected a cpu list" classify -c x-y -- touch started
     run "$COSCHED" topology --topology "synthetic:pack:2 core:2 pu:2" -c core:1
     assert_contains "$output" "managed cpus: 2-3"
-    refuse "--quantum 5ms: expected a duration from 10ms to 60s" serve -t 5ms --socket "$BATS_TEST_TMPDIR/s"
+    refuse "--quantum '5ms': expected a duration from 10ms to 60s" serve -t 5ms --socket "$BATS_TEST_TMPDIR/s"
     run "$COSCHED" serve -h
     assert_contains "$output" "  -p, --policy NAME "
     assert_contains "$output" "  -t, --quantum DURATION "

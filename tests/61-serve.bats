@@ -908,8 +908,8 @@ EOF
 @test "bad options: one clear message, exit 2, no socket, no engine" {
     local -a cases=(
         "--bogus"              "unknown option '--bogus' (see cosched serve --help)"
-        "--quantum 0"          "--quantum 0: expected a duration from 10ms to 60s"
-        "--quantum 2h"         "--quantum 2h: expected a duration from 10ms to 60s"
+        "--quantum 0"          "--quantum '0': expected a duration from 10ms to 60s"
+        "--quantum 2h"         "--quantum '2h': expected a duration from 10ms to 60s"
         "--idle-exit soon"     "--idle-exit soon: expected a duration"
         "--counters likwid"    "--counters likwid: the node engine takes auto or none"
         "extra"                "cosched serve takes no arguments ('extra')"

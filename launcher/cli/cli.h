@@ -69,6 +69,10 @@ void cs_opt_refuse(const struct cs_getopt *g, int c, const char *who, const char
 void cs_opt_help(FILE *f, const struct cs_opt *o, const char *(*note)(int id));
 /* "usage: USAGE", "options:" and the option lines, on stdout. */
 void cs_opt_usage(const char *usage, const struct cs_opt *o);
+/* --quantum's value, the same in every command that takes one (run,
+ * classify, serve, simulate): a duration from 10 ms to 60 s; 0, or -1 and
+ * the message. */
+int cs_opt_quantum(const char *arg, double *out);
 
 int cs_cmd_run(int argc, char **argv);
 /* `cosched classify [options] -- CMD [ARGS]`: characterize one program

@@ -206,3 +206,11 @@ void cs_opt_usage(const char *usage, const struct cs_opt *o)
     printf("usage: %s\n\noptions:\n", usage);
     cs_opt_help(stdout, o, NULL);
 }
+
+int cs_opt_quantum(const char *arg, double *out)
+{
+    if (cs_parse_duration(arg, out) == 0 && *out >= 0.010 && *out <= 60.0)
+        return 0;
+    cs_err("--quantum '%s': expected a duration from 10ms to 60s (e.g. 250ms, 1s)", arg);
+    return -1;
+}

@@ -389,8 +389,8 @@ static int run_or_classify(int argc, char **argv, struct classify *cl)
             ppath[nppath++] = optarg;
             break;
         case O_QUANTUM:
-            if (cs_parse_duration(optarg, &e.quantum) < 0 || e.quantum < 0.010 || e.quantum > 60.0)
-                BAD("--quantum '%s': expected a duration from 10ms to 60s (e.g. 250ms, 1s)", optarg);
+            if (cs_opt_quantum(optarg, &e.quantum) < 0)
+                goto bad;
             break;
         case O_JOBS:
             jobfile = optarg;

@@ -56,8 +56,8 @@ int cs_cmd_serve(int argc, char **argv)
             o.ppath[o.nppath++] = optarg;
             break;
         case S_QUANTUM:
-            if (cs_parse_duration(optarg, &o.quantum) < 0 || o.quantum < 0.01 || o.quantum > 60)
-                BAD("--quantum %s: expected a duration from 10ms to 60s (e.g. 250ms, 2s)", optarg);
+            if (cs_opt_quantum(optarg, &o.quantum) < 0)
+                goto out;
             break;
         case S_IDLE:
             if (cs_parse_duration(optarg, &o.idle_exit) < 0 || o.idle_exit < 0)

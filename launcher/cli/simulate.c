@@ -783,8 +783,8 @@ int cs_cmd_simulate(int argc, char **argv)
                 BAD("--window '%s': expected a duration from 0.1 s to 1e8 s (plain numbers are seconds)", optarg);
             break;
         case O_QUANTUM:
-            if (cs_parse_duration(optarg, &su.quantum) < 0 || su.quantum < 0.010 || su.quantum > 60.0)
-                BAD("--quantum '%s': expected a duration from 10ms to 60s (e.g. 250ms, 1s)", optarg);
+            if (cs_opt_quantum(optarg, &su.quantum) < 0)
+                goto out;
             break;
         case O_SEED:
             if (cs_parse_long(optarg, 0, 0x7fffffffffffffffL, &v) < 0)
