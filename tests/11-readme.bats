@@ -29,17 +29,17 @@ readme_block() {
         "$COSCHED_SRCDIR/README.md"
 }
 
-# run_block NAME: eval each line of $BATS_TEST_TMPDIR/NAME.sh in this shell
-# (its cd and exports stay), stdin from /dev/null, the output of line N in
-# $BATS_TEST_TMPDIR/NAME.N; a line that exits non-zero fails the test, with
-# its output
+# run_block NAME [WHERE]: eval each line of $BATS_TEST_TMPDIR/NAME.sh in this
+# shell (its cd and exports stay), stdin from /dev/null, the output of line N
+# in $BATS_TEST_TMPDIR/NAME.N; a line that exits non-zero fails the test,
+# naming WHERE the line is printed (default README) and with its output
 run_block() {
     local n=0 line st T=$BATS_TEST_TMPDIR
     while IFS= read -r line; do
         n=$((n + 1))
         st=0
         eval "$line" > "$T/$1.$n" 2>&1 < /dev/null || st=$?
-        [ "$st" = 0 ] || { echo "README line $n: $line"; echo "exit $st; output:"; cat "$T/$1.$n"; false; } >&2
+        [ "$st" = 0 ] || { echo "${2:-README} line $n: $line"; echo "exit $st; output:"; cat "$T/$1.$n"; false; } >&2
     done < "$T/$1.sh"
 }
 
@@ -92,21 +92,16 @@ run_block() {
 # with the shipped demo programs): every line, as printed, in the demo folder
 # the page says they run in.
 @test "cosched(1) EXAMPLES run as printed in the demo folder, each exiting 0" {
-    local n=0 line st T=$BATS_TEST_TMPDIR
+    local T=$BATS_TEST_TMPDIR
     # the lines between .nf and .fi after .SH EXAMPLES, roff's \- as -
     awk '/^\.SH EXAMPLES/ {s = 1} s == 1 && /^\.nf/ {s = 2; next} s == 2 && /^\.fi/ {exit} s == 2' \
         "$COSCHED_SRCDIR/share/man/cosched.1" | sed 's/\\-/-/g' > examples.sh
     [ "$(wc -l < examples.sh)" -ge 4 ] || { echo "cosched(1) EXAMPLES: $(cat examples.sh)" >&2; false; }
     export PATH="$COSCHED_BUILDDIR:$PATH" COSCHED_DATADIR="$COSCHED_SRCDIR"
     cd share/demo
-    while IFS= read -r line; do
-        n=$((n + 1))
-        st=0
-        eval "$line" > "$T/ex.$n" 2>&1 < /dev/null || st=$?
-        [ "$st" = 0 ] || { echo "cosched(1) EXAMPLES line $n: $line"; echo "exit $st; output:"; cat "$T/ex.$n"; false; } >&2
-    done < "$T/examples.sh"
+    run_block examples "cosched(1) EXAMPLES"
     # the first co-schedules the three kernels, and each ends well
-    [ "$(grep -c 'exit 0$' "$T/ex.1")" -eq 3 ] || { echo "line 1: $(head -1 "$T/examples.sh")"; cat "$T/ex.1"; false; } >&2
+    [ "$(grep -c 'exit 0$' "$T/examples.1")" -eq 3 ] || { echo "line 1: $(head -1 "$T/examples.sh")"; cat "$T/examples.1"; false; } >&2
     grep -q '<svg' run.html
     [ "$(wc -l < run.csv)" -eq 4 ] || { echo "run.csv:"; cat run.csv; false; } >&2
 }
