@@ -1471,9 +1471,9 @@ struct cs_profile *cs_profile_find(const char *spec, char *const *extra, int nex
     }
     if (!found) {
         /* the closest profile name in the path, for a typo (skylakex) */
-        char *names[128];
+        char **names = calloc(128, sizeof *names);   /* no memory: no hint */
         size_t nn = 0;
-        for (int i = 0; i < n; i++) {
+        for (int i = 0; names && i < n; i++) {
             DIR *d = opendir(dirs[i]);
             struct dirent *de;
             while (d && (de = readdir(d)) != NULL && nn < 128) {
