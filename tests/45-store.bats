@@ -152,6 +152,13 @@ e = json.load(open(sys.argv[1])); e["fp"] = "high"; json.dump(e, open(sys.argv[1
 PY
     run_fixed
     assert_contains "$output" "warning: profile store: $f: field 'fp' must be a number or null; entry ignored"
+    # a creation time that is no Unix time (would never expire; make fuzz found 1.76e50)
+    python3 - "$f" <<'PY'
+import json, sys
+e = json.load(open(sys.argv[1])); e["created"] = 1.76e50; json.dump(e, open(sys.argv[1], "w"))
+PY
+    run_fixed
+    assert_contains "$output" "warning: profile store: $f: field 'created' (Unix time) must be a number from 0 to 1e11; entry ignored"
 }
 
 @test "entries expire after --store-ttl" {

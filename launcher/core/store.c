@@ -356,6 +356,10 @@ static const char *entry_fields(const json_t *o, struct cs_stored *r)
     if (!json_is_number(v))
         return "field 'created' (Unix time) is missing or not a number";
     r->created = json_number_value(v);
+    /* a Unix time, not a number that never expires or overflows when the
+     * entry is written back (an integer there; found by make fuzz) */
+    if (!(r->created >= 0 && r->created <= 1e11))
+        return "field 'created' (Unix time) must be a number from 0 to 1e11";
     return NULL;
 }
 
