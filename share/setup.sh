@@ -42,6 +42,7 @@ if [ ! -f Makefile ] || [ configure -nt Makefile ]; then
     ./configure -q
 fi
 make -s -j"$(nproc)"
+[ "$what" != check ] || make -s -j"$(nproc)" check-progs   # the tests' programs; the tests themselves run serially
 
 case "$what" in
 demo)
@@ -51,7 +52,7 @@ demo)
 check)
     status=0
     make -s check || status=$?   # serial: the tests measure CPU shares on all cores
-    # the parsers under libFuzzer (tests/fuzz/README): 60 s per target
+    # the parsers under libFuzzer (tests/fuzz/README): 60 s per target, one per CPU at once
     if [ "$status" -eq 0 ]; then
         make -s fuzz FUZZ_TIME=60 || { echo "setup: make fuzz failed" >&2; status=1; }
     fi

@@ -6,7 +6,9 @@
 #   fuzz.sh SRCDIR BUILDDIR [TARGET...]      (default: every target)
 #
 # Environment (set by `make fuzz`): FUZZ_CC (clang), FUZZ_TIME (seconds per
-# target), FUZZ_CFLAGS (hwloc's and Lua's -I flags), FUZZ_LIBS (hwloc, Lua,
+# target), FUZZ_JOBS (targets run at once, default: the online CPUs; each
+# target is one single-threaded libFuzzer process, so N CPUs run N targets
+# in the wall time of one without taking fuzzing time from any), FUZZ_CFLAGS (hwloc's and Lua's -I flags), FUZZ_LIBS (hwloc, Lua,
 # -lm), FUZZ_FLAGS (extra libFuzzer options for every run, e.g. -runs=0 to
 # replay the corpus only).  BUILDDIR holds the configured config.h.
 # A harness is rebuilt when a source is newer than it.  Runs write their new
@@ -20,6 +22,10 @@ build=$2
 shift 2
 cc=${FUZZ_CC:-clang}
 time=${FUZZ_TIME:-10}
+jobs=${FUZZ_JOBS:-$(nproc 2>/dev/null || echo 1)}
+case $jobs in
+'' | *[!0-9]* | 0) echo "fuzz: FUZZ_JOBS must be a number of targets run at once (1 or more), not '$jobs'" >&2; exit 2 ;;
+esac
 # jansson (core/json.h) through pkg-config, also when FUZZ_CFLAGS/FUZZ_LIBS are not given
 jansson_cflags=$(pkg-config --cflags jansson 2>/dev/null) || jansson_cflags=
 jansson_libs=$(pkg-config --libs jansson 2>/dev/null) || jansson_libs=-ljansson
@@ -50,9 +56,28 @@ abs=$(cd "$src" && pwd)
 abs_build=$(cd "$build" && pwd)
 out=$build/tests/fuzz
 mkdir -p "$out/work"
+for t in "$@"; do
+    sources "$t" >/dev/null || { echo "fuzz: unknown target '$t' (targets: $all)" >&2; exit 2; }
+done
+
+# Several targets at once: each runs as `fuzz.sh SRC BUILD TARGET` with its
+# messages kept in work/TARGET.out, printed in the order of the targets
+# once all have ended (so that two reports never interleave).
+if [ "$jobs" -gt 1 ] && [ $# -gt 1 ]; then
+    for t in "$@"; do rm -f "$out/work/$t.out"; done
+    status=0
+    printf '%s\n' "$@" |
+        FUZZ_JOBS=1 xargs -P "$jobs" -I '{}' sh -c 'exec sh "$0" "$1" "$2" "$3" 2>"$4/work/$3.out"' \
+            "$0" "$src" "$build" '{}' "$out" || status=1
+    for t in "$@"; do
+        cat "$out/work/$t.out" >&2 2>/dev/null || { echo "fuzz: $t did not run" >&2; status=1; }
+    done
+    exit $status
+fi
+
 status=0
 for t in "$@"; do
-    srcs=$(sources "$t") || { echo "fuzz: unknown target '$t' (targets: $all)" >&2; exit 2; }
+    srcs=$(sources "$t")
     bin=$out/fuzz_$t
     deps="$src/tests/fuzz/fuzz_$t.c $src/tests/fuzz/fuzz.h"
     [ "$t" != formula ] || deps="$deps $src/tests/fuzz/fuzz_profile.c"
