@@ -497,6 +497,48 @@ print("ok", pace["jacobi"], pace["syrk"])
 EOF
 }
 
+# share/sim/table2-bwbound.apps, EVALUATION.md's "Model sensitivity" what-if:
+# table2.apps with its four S apps bandwidth-bound.  Two S apps folded side
+# by side gain about 1.7x over gang in table2 (latency-bound, Amdahl 0.5)
+# and nothing in the what-if (they share one saturated memory link).
+@test "simulate: table2-bwbound differs from table2 only in its S apps, which gain nothing folded beside each other" {
+    run python3 - "$SIM/table2.apps" "$SIM/table2-bwbound.apps" <<'EOF'
+import sys
+def apps(f):
+    return {w[1]: dict(x.split("=", 1) for x in w[2:]) for w in (l.split() for l in open(f)) if w and w[0] == "app"}
+a, b = apps(sys.argv[1]), apps(sys.argv[2])
+assert a.keys() == b.keys(), (a.keys() ^ b.keys())
+for n in a:
+    if a[n]["class"] != "S":
+        assert a[n] == b[n], (n, a[n], b[n])
+        continue
+    assert b[n]["class"] == "S" and b[n]["ipc"] == a[n]["ipc"] and b[n]["time"] == a[n]["time"], (n, b[n])
+    assert float(b[n]["bw_llc"]) >= 10.3 and float(b[n]["scaling"]) == 1 and "mlp" not in b[n], (n, b[n])
+print("ok")
+EOF
+    echo "$output"
+    [ "$status" -eq 0 ]
+    local apps
+    for apps in table2 table2-bwbound; do
+        simulate --node paper001 --apps $apps --mix jacobi,gesummv --policy gang,tft --window 60 --json
+        [ "$status" -eq 0 ] || { echo "$output $stderr"; return 1; }
+        echo "$output" > $apps.json
+    done
+    run python3 - table2.json table2-bwbound.json <<'EOF'
+import json, sys
+def gain(f):
+    r = {x["policy"]: x for x in json.load(open(f))["results"]}
+    t = {p: [j["throughput"] for j in r[p]["jobs"]] for p in ("gang", "tft")}
+    return [x / y for x, y in zip(t["tft"], t["gang"])]
+lat, bw = gain(sys.argv[1]), gain(sys.argv[2])
+print("tft / gang, table2:", lat, "table2-bwbound:", bw)
+assert all(x > 1.5 for x in lat), lat
+assert all(0.9 < x < 1.05 for x in bw), bw
+EOF
+    echo "$output"
+    [ "$status" -eq 0 ]
+}
+
 @test "simulate: a window restarts jobs and counts fractions; every instance ends in the trace" {
     simulate --node paper001 --apps table2 --mix stream,ep --policy gang --window 20 --trace t.jsonl --json
     [ "$status" -eq 0 ] || { echo "$output $stderr"; return 1; }

@@ -374,7 +374,7 @@ PYEOF
     md=$(cat "$out/EVALUATION.md")
     assert_contains "$md" "Every simulation ran."
     assert_contains "$md" "This is the quick subset"
-    for f in paper001-4 paper001-8 paper004-4 paper004-8 paper004x5570-4 paper004x5570-8 numa-4 numa-8; do
+    for f in paper001-4 paper001-8 bwbound-4 bwbound-8 paper004-4 paper004-8 paper004x5570-4 paper004x5570-8 numa-4 numa-8; do
         [ -f "$out/$f.svg" ] || { echo "missing $f.svg" >&2; return 1; }
         run python3 - "$out/$f.svg" <<'EOF'
 import sys, xml.etree.ElementTree as ET
