@@ -24,7 +24,7 @@ cc=${FUZZ_CC:-clang}
 time=${FUZZ_TIME:-10}
 jobs=${FUZZ_JOBS:-$(nproc 2>/dev/null || echo 1)}
 case $jobs in
-'' | *[!0-9]* | 0) echo "fuzz: FUZZ_JOBS must be a number of targets run at once (1 or more), not '$jobs'" >&2; exit 2 ;;
+'' | *[!0-9]* | 0 | 00*) echo "fuzz: FUZZ_JOBS must be a number of targets run at once (1 or more), not '$jobs'" >&2; exit 2 ;;
 esac
 # jansson (core/json.h) through pkg-config, also when FUZZ_CFLAGS/FUZZ_LIBS are not given
 jansson_cflags=$(pkg-config --cflags jansson 2>/dev/null) || jansson_cflags=
@@ -56,15 +56,21 @@ abs=$(cd "$src" && pwd)
 abs_build=$(cd "$build" && pwd)
 out=$build/tests/fuzz
 mkdir -p "$out/work"
+# each target once, in the order given (two runs of one target would share its files)
+uniq=
 for t in "$@"; do
     sources "$t" >/dev/null || { echo "fuzz: unknown target '$t' (targets: $all)" >&2; exit 2; }
+    case " $uniq " in *" $t "*) ;; *) uniq="$uniq $t" ;; esac
 done
+# shellcheck disable=SC2086
+set -- $uniq
 
 # Several targets at once: each runs as `fuzz.sh SRC BUILD TARGET` with its
 # messages kept in work/TARGET.out, printed in the order of the targets
 # once all have ended (so that two reports never interleave).
 if [ "$jobs" -gt 1 ] && [ $# -gt 1 ]; then
     for t in "$@"; do rm -f "$out/work/$t.out"; done
+    echo "fuzz: $# targets, $jobs at once, $time s each; their messages follow when all have ended" >&2
     status=0
     printf '%s\n' "$@" |
         FUZZ_JOBS=1 xargs -P "$jobs" -I '{}' sh -c 'exec sh "$0" "$1" "$2" "$3" 2>"$4/work/$3.out"' \
