@@ -226,6 +226,57 @@ gang_turns() {
     [[ $output =~ ^OK\ id=1\ policy=linux\ shares_cpus=1$ ]] || { echo "want 'OK id=1 policy=linux shares_cpus=1'"; false; }
 }
 
+@test "Slurm 22.05, 23-25, 25.11 (CgroupSlice) and 26.05 (SLUID) layouts: each step found from its task's cgroup, co-scheduled (gang), given back" {
+    local j=11 L
+    for L in 22.05 23-25 25.11 26.05; do
+        fake_layout "$L"
+        fake_step "$j" 0
+        fake_task "$j" 0 0 "t$j"
+        j=$((j + 1))
+    done
+    serve_start --policy gang --quantum 100ms
+    j=11
+    for L in 22.05 23-25 25.11 26.05; do
+        fake_layout "$L"
+        run cs_register_stepd "$j" 0 "$(cat "t$j.pid")"
+        [[ $output =~ ^OK\ id= ]] || { echo "layout $L: step $j.0: $output" >&2; false; }
+        j=$((j + 1))
+    done
+    [ -d "$FAKE_ROOT/system.slice/node1_slurmstepd.scope/$(job_dir_name 14)/step_0/user" ]
+    # every step takes turns: it runs in some quanta and waits in others
+    wait_for 20 '[ "$(status_json | python3 -c "
+import json, sys
+print(sum(1 for s in json.load(sys.stdin)[\"steps\"] if s[\"quanta_run\"] >= 1 and s[\"quanta_waited\"] >= 1))")" = 4 ]'
+    kill -TERM "$ENGINE"
+    wait "$ENGINE" || true
+    j=11
+    for L in 22.05 23-25 25.11 26.05; do
+        fake_layout "$L"
+        assert_equal "$(step_frozen "$j" 0)" 0 "frozen of $j.0 ($L layout) after the engine stopped"
+        slurmstepd_thawed "$j" 0
+        j=$((j + 1))
+    done
+}
+
+@test "a new engine thaws what a dead engine left frozen under every layout: any slice, any job directory name" {
+    local j=11 L
+    for L in 22.05 23-25 25.11 26.05; do
+        fake_layout "$L"
+        fake_step "$j" 0
+        fake_task "$j" 0 0 "t$j"
+        echo 1 > "$(step_dir "$j" 0 user)/cgroup.freeze"
+        j=$((j + 1))
+    done
+    serve_start --policy gang
+    j=11
+    for L in 22.05 23-25 25.11 26.05; do
+        fake_layout "$L"
+        assert_equal "$(step_frozen "$j" 0)" 0 "frozen of $j.0 ($L layout) after the engine started"
+        assert_contains "$(cat engine.log)" "$(step_dir "$j" 0 user) was left frozen"
+        j=$((j + 1))
+    done
+}
+
 # ------------------------------------------------------------------ 2. tasks of a step
 
 @test "a second task of a step joins it: one step of 2 tasks, both frozen and thawed together" {
@@ -284,7 +335,8 @@ gang_turns() {
     stepd=$(cat stepd_7_0.pid)
     serve_start --policy gang
     run cs_register 7 0 "$b"
-    assert_contains "$output" "ERR pid $b is not in the cgroups of Slurm step 7.0"
+    assert_contains "$output" "ERR pid $b is in /"
+    assert_contains "$output" "/job_8/step_0, a step of job 8, not of job 7"
     run cs_register 7 0 "$out"
     assert_contains "$output" "ERR pid $out is not in the cgroups of Slurm step 7.0"
     # slurmstepd's group of the right step is not where the tasks are

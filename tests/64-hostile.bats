@@ -123,6 +123,38 @@ for i in range(4000):
     pid_alive "$ENGINE"
 }
 
+# ------------------------------------------------------------------ whose step
+
+@test "26.05 SLUID layout: only the step's own slurmstepd can register its task; a job_<other> directory is refused whoever asks" {
+    fake_layout 26.05
+    fake_step 7 0
+    fake_task 7 0 0 a
+    fake_step 8 0
+    fake_task 8 0 0 b
+    serve_start --policy gang
+    # root, but not the step's slurmstepd: the job directory has no job id to check
+    run cs_register 7 0 "$a"
+    assert_contains "$output" "ERR pid $a is in /"
+    assert_contains "$output" "whose job directory is not named job_7, and the slurmstepd that registered it"
+    # step 8's slurmstepd claiming step 7's task, as 7.0 or as its own
+    run cs_register_stepd 8 0 "$a" job=7
+    assert_contains "$output" "whose job directory is not named job_7"
+    run cs_register_stepd 8 0 "$a"
+    assert_contains "$output" "whose job directory is not named job_8"
+    run status_json
+    assert_contains "$output" '"steps":[]'
+    # the step's own slurmstepd
+    run cs_register_stepd 7 0 "$a"
+    [[ $output =~ ^OK\ id= ]] || { echo "$output" >&2; false; }
+    # a named job directory is checked against the ids, whoever sends them
+    fake_layout 23-25
+    fake_step 9 0
+    fake_task 9 0 0 c
+    run cs_register_stepd 9 0 "$c" job=10
+    assert_contains "$output" "/job_9/step_0, a step of job 9, not of job 10"
+    [ "$(step_field 9.0 state)" = "" ]
+}
+
 # ------------------------------------------------------------------ kill signals
 
 @test "a task that blocks SIGTERM and sends it to itself is still frozen in its turns" {

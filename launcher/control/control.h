@@ -63,16 +63,17 @@ extern const struct cs_control_ops cs_control_cgroup2;
 extern const struct cs_control_ops cs_control_signals;
 /* Slurm steps (slurm.c): Slurm's own step cgroups, v1 or v2 layout. */
 extern const struct cs_control_ops cs_control_slurm;
-/* Check that pid is a task of Slurm step job.step (its cgroups say so) and
- * give the cores of the step's allocation and the step's cgroup on this node
- * (where: it tells the parts of a step on several nodes of one machine
- * apart); -1 with why. */
 /* Thaw Slurm step freezers a dead engine left frozen; how many (slurm.c). */
 int cs_slurm_thaw_leftovers(void);
 int cs_slurm_keep_state(const char *dir);
 int cs_slurm_restore_held(void);
 void cs_slurm_set_kill_grace(double seconds);
-int cs_slurm_step_cpus(pid_t pid, unsigned long job, unsigned long step, hwloc_bitmap_t cpus,
+/* Check that pid is a task of Slurm step job.step - its cgroups say so: its
+ * step directory's parent is named job_<job>, or peer (the slurmstepd that
+ * registered it, by SO_PEERCRED) is in that step - and give the cores of the
+ * step's allocation and the step's cgroup on this node (where: it tells the
+ * parts of a step on several nodes of one machine apart); -1 with why. */
+int cs_slurm_step_cpus(pid_t pid, pid_t peer, unsigned long job, unsigned long step, hwloc_bitmap_t cpus,
                        char *where, size_t wlen, char *why, size_t len);
 /* Pick by name ("auto" chooses the best usable one and says which). */
 const struct cs_control_ops *cs_control_select(const char *name);

@@ -38,6 +38,7 @@
  */
 #include "config.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -84,22 +85,84 @@ struct sl_job {
     struct cs_proc_cpu cpu;
 };
 
-/* Cut path right after its "job_<job>/step_<step>" components; -1 if absent. */
-static int step_prefix(const char *path, unsigned long job, unsigned long step, char *out, size_t len)
+/*
+ * Where a step is, from what the kernel says (/proc/PID/cgroup), not from
+ * the names one Slurm release gives it: Slurm's cgroup/v2 puts a step's
+ * tasks in <scope>/<job dir>/step_<s>/user/task_<t> and its slurmstepd in
+ * .../step_<s>/slurm, where <scope> is <node>_slurmstepd.scope of
+ * system.slice or (25.11) of any CgroupSlice, and <job dir> is job_<j>
+ * (before 26.05, or CgroupJobIdPaths=yes) or (26.05) the job's SLUID; v1
+ * puts them in .../job_<j>/step_<s> of each hierarchy, slurmstepd in
+ * .../job_<j> of the freezer.  So:
+ *   - the step's directory is the FIRST component of the task's path named
+ *     step_<s> (or step_<s>+<het>) - under v2, followed by "user".  Only
+ *     root makes the directories above a step (a user can make some below
+ *     it): the first match from the root is Slurm's.
+ *   - it is job <j>'s when its parent is named job_<j>, or when the
+ *     registering slurmstepd (root, known by SO_PEERCRED; it sent the ids
+ *     from Slurm's own spank items) is in that step (v2: outside its user/)
+ *     or in its parent (v1 freezer).  A parent named job_<another> is
+ *     refused whoever asks.
+ */
+static const char *step_comp(const char *path, unsigned long step, int v2, const char **parent)
 {
-    char pat[64];
-    const char *p;
-    int n = snprintf(pat, sizeof pat, "/job_%lu/step_%lu", job, step);
+    char want[32];
+    int n = snprintf(want, sizeof want, "step_%lu", step);
+    const char *prev = NULL;
 
-    for (p = strstr(path, pat); p; p = strstr(p + 1, pat))
-        if (p[n] == '/' || p[n] == '\0') {
-            size_t k = (size_t)(p - path) + (size_t)n;
-            if (k >= len)
-                return -1;
-            memcpy(out, path, k);
-            out[k] = '\0';
-            return 0;
+    for (const char *c = path; c && *c; ) {
+        const char *e;
+        while (*c == '/')
+            c++;
+        e = strchr(c, '/');
+        size_t k = e ? (size_t)(e - c) : strlen(c);
+        if (k >= (size_t)n && strncmp(c, want, (size_t)n) == 0 &&
+            (k == (size_t)n || (c[n] == '+' && strspn(c + n + 1, "0123456789") == k - (size_t)n - 1 && k > (size_t)n + 1)) &&
+            (!v2 || (e && strncmp(e, "/user", 5) == 0 && (e[5] == '/' || e[5] == '\0')))) {
+            *parent = prev;
+            return c + k;
         }
+        prev = c;
+        c = e;
+    }
+    return NULL;
+}
+
+/* rel = the step's directory in pid's cgroup path of ctl (NULL: cgroup2),
+ * path = that whole path; 0, 1 (absent), or -1 with why (not job's). */
+static int step_of(pid_t pid, pid_t peer, const char *ctl, unsigned long job, unsigned long step, char *path,
+                   size_t plen, char *rel, size_t rlen, char *why, size_t wlen)
+{
+    const char *parent = NULL, *end;
+    char pp[PATH_MAX];
+    int v2 = ctl == NULL;
+
+    if (cs_proc_cgroup(pid, ctl, path, plen) < 0 || (end = step_comp(path, step, v2, &parent)) == NULL)
+        return 1;
+    if ((size_t)(end - path) >= rlen)
+        return 1;
+    memcpy(rel, path, (size_t)(end - path));
+    rel[end - path] = '\0';
+    if (parent && strncmp(parent, "job_", 4) == 0 && isdigit((unsigned char)parent[4])) {
+        char *pe;
+        unsigned long pj = strtoul(parent + 4, &pe, 10);
+        if (*pe == '/' && pj == job)
+            return 0;
+        if (*pe == '/') {
+            snprintf(why, wlen, "pid %d is in %s, a step of job %lu, not of job %lu", (int)pid, rel, pj, job);
+            return -1;
+        }
+    }
+    /* not named for the job (26.05's SLUID): the registering slurmstepd must be there */
+    size_t rl = strlen(rel), pl = (size_t)(strrchr(rel, '/') - rel);
+    if (peer > 0 && cs_proc_cgroup(peer, ctl, pp, sizeof pp) == 0 &&
+        (v2 ? strncmp(pp, rel, rl) == 0 && pp[rl] == '/' && strncmp(pp + rl, "/user", 5) != 0
+            : (strncmp(pp, rel, rl) == 0 && (pp[rl] == '\0' || pp[rl] == '/')) ||
+              (pl > 0 && strlen(pp) == pl && strncmp(pp, rel, pl) == 0)))
+        return 0;
+    snprintf(why, wlen, "pid %d is in %s, whose job directory is not named job_%lu, and the slurmstepd that "
+             "registered it (pid %d) is not in that step (its %s cgroup: %s)", (int)pid, rel, job, (int)peer,
+             ctl ? ctl : "cgroup2", peer > 0 && cs_proc_cgroup(peer, ctl, pp, sizeof pp) == 0 ? pp : "none");
     return -1;
 }
 
@@ -120,13 +183,27 @@ static int mount_of(const char *ctl, char *mnt, size_t len)
     return cs_cgroup_locate(ctl, mnt, len, dir, sizeof dir, why, sizeof why);
 }
 
-/* Find the step's dirs from where pid is; 0, or -1 with why. */
-static int locate(pid_t pid, unsigned long job, unsigned long step, struct sl_job *sj, char *why, size_t len)
+/* The step directory (cgroup2, or the v1 freezer's) last proved to be
+ * job.step's by its registering slurmstepd (cs_slurm_step_cpus): the
+ * engine's attach that follows in the same request finds it again without
+ * the peer. */
+static struct { unsigned long job, step; char rel[PATH_MAX]; } proved;
+
+/* Find the step's dirs from where pid is (peer: the registering
+ * slurmstepd, 0 if none); 0, or -1 with why. */
+static int locate(pid_t pid, pid_t peer, unsigned long job, unsigned long step, struct sl_job *sj, char *why,
+                  size_t len)
 {
-    char path[PATH_MAX], mnt[PATH_MAX], rel[PATH_MAX];
+    char path[PATH_MAX], mnt[PATH_MAX], rel[PATH_MAX], crel[PATH_MAX], cpath[PATH_MAX];
+    int r;
 
     memset(sj, 0, sizeof *sj);
-    if (cs_proc_cgroup(pid, "freezer", path, sizeof path) == 0 && step_prefix(path, job, step, rel, sizeof rel) == 0) {
+    r = step_of(pid, peer, "freezer", job, step, path, sizeof path, rel, sizeof rel, why, len);
+    if (r < 0 && proved.job == job && proved.step == step && strcmp(proved.rel, rel) == 0)
+        r = 0;
+    if (r < 0)
+        return -1;
+    if (r == 0) {
         if (mount_of("freezer", mnt, sizeof mnt) < 0) {
             snprintf(why, len, "pid %d is in freezer cgroup %s but the freezer hierarchy is not mounted here",
                      (int)pid, path);
@@ -135,21 +212,32 @@ static int locate(pid_t pid, unsigned long job, unsigned long step, struct sl_jo
         if (join(sj->step, sizeof sj->step, mnt, rel) < 0)
             goto too_long;
         memcpy(sj->freeze, sj->step, sizeof sj->freeze);
-        if (cs_proc_cgroup(pid, "cpuset", path, sizeof path) < 0 || step_prefix(path, job, step, rel, sizeof rel) < 0 ||
+        /* the cpuset step: the same directory in the cpuset hierarchy */
+        const char *pe = NULL, *ce;
+        if (cs_proc_cgroup(pid, "cpuset", cpath, sizeof cpath) < 0 || !(ce = step_comp(cpath, step, 0, &pe)) ||
+            (size_t)(ce - cpath) != strlen(rel) || strncmp(cpath, rel, strlen(rel)) != 0 ||
             mount_of("cpuset", mnt, sizeof mnt) < 0) {
             snprintf(why, len, "pid %d is in step %lu.%lu's freezer cgroup but not in its cpuset cgroup "
                      "(is ConstrainCores=yes in cgroup.conf?)", (int)pid, job, step);
             return -1;
         }
-        if (join(sj->cpuset, sizeof sj->cpuset, mnt, rel) < 0)
+        memcpy(crel, cpath, strlen(rel) + 1);
+        crel[strlen(rel)] = '\0';
+        if (join(sj->cpuset, sizeof sj->cpuset, mnt, crel) < 0)
             goto too_long;
         if (cs_cg_read(sj->cpuset, "cpuset.cpus", sj->orig, sizeof sj->orig) < 0) {
             snprintf(why, len, "cannot read %s/cpuset.cpus: %s", sj->cpuset, strerror(errno));
             return -1;
         }
+        snprintf(proved.rel, sizeof proved.rel, "%s", rel);
         return 0;
     }
-    if (cs_proc_cgroup(pid, NULL, path, sizeof path) == 0 && step_prefix(path, job, step, rel, sizeof rel) == 0) {
+    r = step_of(pid, peer, NULL, job, step, path, sizeof path, rel, sizeof rel, why, len);
+    if (r < 0 && proved.job == job && proved.step == step && strcmp(proved.rel, rel) == 0)
+        r = 0;
+    if (r < 0)
+        return -1;
+    if (r == 0) {
         char ctls[256] = "";
         if (mount_of(NULL, mnt, sizeof mnt) < 0) {
             snprintf(why, len, "pid %d is in cgroup2 %s but cgroup2 is not mounted here", (int)pid, path);
@@ -158,11 +246,12 @@ static int locate(pid_t pid, unsigned long job, unsigned long step, struct sl_jo
         sj->v2 = 1;
         if (join(sj->step, sizeof sj->step, mnt, rel) < 0 || join(sj->freeze, sizeof sj->freeze, sj->step, "/user") < 0)
             goto too_long;
-        if (access(sj->freeze, F_OK) < 0 || strstr(path + strlen(rel), "/user") != path + strlen(rel)) {
+        if (access(sj->freeze, F_OK) < 0) {
             snprintf(why, len, "pid %d is in %s, not below %s/user where Slurm's cgroup/v2 puts a step's tasks",
                      (int)pid, path, rel);
             return -1;
         }
+        snprintf(proved.rel, sizeof proved.rel, "%s", rel);
         cs_cg_read(sj->freeze, "cgroup.controllers", ctls, sizeof ctls);
         if (strstr(ctls, "cpuset")) {
             snprintf(sj->cpuset, sizeof sj->cpuset, "%s", sj->freeze);
@@ -191,8 +280,12 @@ static int locate(pid_t pid, unsigned long job, unsigned long step, struct sl_jo
             snprintf(path, sizeof path, "none");
         if (cs_proc_cgroup(pid, NULL, v2, sizeof v2) < 0)
             snprintf(v2, sizeof v2, "none");
+        const char *pe, *e2 = strcmp(v2, "none") ? step_comp(v2, step, 0, &pe) : NULL;
         if (kill(pid, 0) < 0 && errno == ESRCH)
             snprintf(why, len, "pid %d does not exist", (int)pid);
+        else if (e2)
+            snprintf(why, len, "pid %d is in %s, not below %.*s/user where Slurm's cgroup/v2 puts a step's tasks",
+                     (int)pid, v2, (int)(e2 - v2), v2);
         else
             snprintf(why, len, "pid %d is not in the cgroups of Slurm step %lu.%lu (its v1 freezer cgroup: %s; "
                      "its cgroup2: %s)", (int)pid, job, step, path, v2);
@@ -203,13 +296,16 @@ too_long:
     return -1;
 }
 
-int cs_slurm_step_cpus(pid_t pid, unsigned long job, unsigned long step, hwloc_bitmap_t cpus, char *where,
-                       size_t wlen, char *why, size_t len)
+int cs_slurm_step_cpus(pid_t pid, pid_t peer, unsigned long job, unsigned long step, hwloc_bitmap_t cpus,
+                       char *where, size_t wlen, char *why, size_t len)
 {
     struct sl_job sj;
 
-    if (locate(pid, job, step, &sj, why, len) < 0)
+    proved.rel[0] = '\0';
+    if (locate(pid, peer, job, step, &sj, why, len) < 0)
         return -1;
+    proved.job = job;
+    proved.step = step;
     snprintf(where, wlen, "%s", sj.freeze);
     if (hwloc_bitmap_list_sscanf(cpus, sj.orig) < 0 || hwloc_bitmap_iszero(cpus)) {
         snprintf(why, len, "step %lu.%lu has no cores ('%s')", job, step, sj.orig);
@@ -345,7 +441,7 @@ static int sl_job_attach(struct cs_engine *e, struct cs_job *j, pid_t pid)
         free(sj);
         return -1;
     }
-    if (locate(pid, job, step, sj, why, sizeof why) < 0) {
+    if (locate(pid, 0, job, step, sj, why, sizeof why) < 0) {
         cs_err(WHO ": step %s: %s", j->name, why);
         free(sj);
         return -1;
@@ -977,38 +1073,125 @@ static void sl_rescue_thaw(const char *record)
     free(copy);
 }
 
+/* Thaw dir's freezer if it reads frozen; 1 when it was thawed. */
+static int thaw_left(int v2, const char *dir)
+{
+    char buf[32];
+
+    if (cs_cg_read(dir, freeze_file(v2), buf, sizeof buf) < 0 || strcmp(buf, freeze_value(v2, 1)) != 0)
+        return 0;
+    if (cs_cg_write(WHO, dir, freeze_file(v2), freeze_value(v2, 0)) < 0)
+        return 0;
+    cs_warn(WHO ": %s was left frozen (by an engine that died with its guardian): thawed", dir);
+    return 1;
+}
+
+/* Root's subdirectories of dir (not "." or links), as names; NULL if none. */
+static char **root_subdirs(const char *dir, int *n)
+{
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    char **v = NULL;
+
+    *n = 0;
+    while (d && (de = readdir(d)) != NULL) {
+        char p[PATH_MAX];
+        struct stat st;
+        if (de->d_name[0] == '.' || snprintf(p, sizeof p, "%s/%s", dir, de->d_name) >= (int)sizeof p ||
+            lstat(p, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != 0)
+            continue;
+        char **nv = realloc(v, (size_t)(*n + 1) * sizeof *v);
+        if (!nv || !(nv[*n] = strdup(de->d_name))) {
+            v = nv;
+            break;
+        }
+        v = nv;
+        (*n)++;
+    }
+    if (d)
+        closedir(d);
+    return v;
+}
+
+static void free_names(char **v, int n)
+{
+    for (int i = 0; i < n; i++)
+        free(v[i]);
+    free(v);
+}
+
+/* The v2 steps of a slurmstepd scope: <scope>/<any job dir>/step_<s>/user. */
+static int thaw_scope(const char *scope)
+{
+    int nj, n = 0;
+    char **jobs = root_subdirs(scope, &nj);
+
+    for (int i = 0; i < nj; i++) {
+        char jd[PATH_MAX], sd[PATH_MAX];
+        DIR *d;
+        struct dirent *de;
+        if (snprintf(jd, sizeof jd, "%s/%s", scope, jobs[i]) >= (int)sizeof jd || !(d = opendir(jd)))
+            continue;
+        while ((de = readdir(d)) != NULL)
+            if (strncmp(de->d_name, "step_", 5) == 0 &&
+                snprintf(sd, sizeof sd, "%s/%s/user", jd, de->d_name) < (int)sizeof sd)
+                n += thaw_left(1, sd);
+        closedir(d);
+    }
+    free_names(jobs, nj);
+    return n;
+}
+
+/* Every directory named [<node>_]slurmstepd.scope in root's part of the cgroup2
+ * tree, at most SCOPE_DEPTH levels down: whatever slice holds it (25.11's
+ * CgroupSlice), inside a container's cgroup or not. */
+#define SCOPE_DEPTH 8
+static int thaw_scopes(const char *dir, int depth)
+{
+    int nd, n = 0;
+    char **sub = depth < SCOPE_DEPTH ? root_subdirs(dir, &nd) : NULL;
+
+    if (!sub)
+        return 0;
+    for (int i = 0; i < nd; i++) {
+        char p[PATH_MAX];
+        size_t k = strlen(sub[i]);
+        if (snprintf(p, sizeof p, "%s/%s", dir, sub[i]) >= (int)sizeof p)
+            continue;
+        if (k >= 16 && strcmp(sub[i] + k - 16, "slurmstepd.scope") == 0)
+            n += thaw_scope(p);
+        else
+            n += thaw_scopes(p, depth + 1);
+    }
+    free_names(sub, nd);
+    return n;
+}
+
 /* At the node engine's start (it holds the engine lock, so no other engine
  * runs): Slurm 22.05 suspends with SIGSTOP and freezes a step only for the
- * instant of signalling it, so a step freezer left FROZEN (or a v2 step's
+ * instant of signalling it, and later releases suspend with the freezer of
+ * the job, never a step's user/: a step freezer left FROZEN (or a v2 step's
  * user/cgroup.freeze left 1) is a previous engine's - one killed together
- * with its guardian.  Thaw them, saying so.  Returns how many. */
+ * with its guardian.  Thaw them, saying so.  The steps are found by their
+ * place, not by one release's names: v2, user/ of every step_<s> of every
+ * job directory (job_<j> or a SLUID) of every <node>_slurmstepd.scope in any
+ * slice; v1, every step_<s> of every job_<j> of the freezer's slurm_<node>
+ * (v1 kept those names).  Returns how many. */
 int cs_slurm_thaw_leftovers(void)
 {
     char mnt[PATH_MAX], pat[PATH_MAX + 80];
     int n = 0;
+    glob_t g;
 
-    for (int v2 = 0; v2 < 2; v2++) {
-        glob_t g;
-        if (mount_of(v2 ? NULL : "freezer", mnt, sizeof mnt) < 0)
-            continue;
-        /* v2: slurmstepd.scope, or <node>_slurmstepd.scope where Slurm is
-         * built for multiple slurmd (Debian's 22.05: tests/vm/40-slurm.bats) */
-        snprintf(pat, sizeof pat, v2 ? "%s/system.slice/*slurmstepd.scope/job_*/step_*/user"
-                                     : "%s/slurm*/uid_*/job_*/step_*", mnt);
-        if (glob(pat, GLOB_NOSORT | GLOB_ONLYDIR, NULL, &g) != 0)
-            continue;
-        for (size_t i = 0; i < g.gl_pathc; i++) {
-            char buf[32];
-            if (cs_cg_read(g.gl_pathv[i], freeze_file(v2), buf, sizeof buf) < 0 ||
-                strcmp(buf, freeze_value(v2, 1)) != 0)
-                continue;
-            if (cs_cg_write(WHO, g.gl_pathv[i], freeze_file(v2), freeze_value(v2, 0)) == 0) {
-                cs_warn(WHO ": %s was left frozen (by an engine that died with its guardian): thawed",
-                        g.gl_pathv[i]);
-                n++;
-            }
+    if (mount_of(NULL, mnt, sizeof mnt) == 0)
+        n += thaw_scopes(mnt, 0);
+    if (mount_of("freezer", mnt, sizeof mnt) == 0) {
+        snprintf(pat, sizeof pat, "%s/slurm*/uid_*/job_*/step_*", mnt);
+        if (glob(pat, GLOB_NOSORT | GLOB_ONLYDIR, NULL, &g) == 0) {
+            for (size_t i = 0; i < g.gl_pathc; i++)
+                n += thaw_left(0, g.gl_pathv[i]);
+            globfree(&g);
         }
-        globfree(&g);
     }
     return n;
 }

@@ -250,7 +250,7 @@ static void task_remove(struct cs_engine *e, struct cs_job *j, int k, const char
 }
 
 /* Returns 1 (job set changed) or 0 with an error reply in rep. */
-static int do_register(struct cs_engine *e, const struct cs_msg *m, char *rep, size_t len)
+static int do_register(struct cs_engine *e, const struct cs_msg *m, pid_t peer, char *rep, size_t len)
 {
     struct cs_serve *s = srv(e);
     char err[PATH_MAX + 256];
@@ -269,7 +269,7 @@ static int do_register(struct cs_engine *e, const struct cs_msg *m, char *rep, s
     }
     char where[PATH_MAX];
     hwloc_bitmap_t cpus = hwloc_bitmap_alloc();
-    if (cs_slurm_step_cpus((pid_t)pid, (unsigned long)job, (unsigned long)step, cpus, where, sizeof where, err,
+    if (cs_slurm_step_cpus((pid_t)pid, peer, (unsigned long)job, (unsigned long)step, cpus, where, sizeof where, err,
                            sizeof err) < 0) {
         hwloc_bitmap_free(cpus);
         goto bad;
@@ -632,7 +632,7 @@ static int handle(struct cs_engine *e, struct conn *c)
             REFUSED(srv(e), "socket: refused %s from uid %d (pid %d): not root", m.verb, (int)c->uid, (int)c->pid);
         } else {
             char r[PATH_MAX + 300];
-            changed = m.verb[0] == 'r' ? do_register(e, &m, r, sizeof r) : do_deregister(e, &m, r, sizeof r);
+            changed = m.verb[0] == 'r' ? do_register(e, &m, c->pid, r, sizeof r) : do_deregister(e, &m, r, sizeof r);
             if (r[0] == 'E')
                 cs_warn("socket: %s refused: %s", m.verb, r + 4);
             snprintf(rep, sizeof rep, "%s\n", r);

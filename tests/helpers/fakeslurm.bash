@@ -4,8 +4,10 @@
 # private socket, and a raw protocol client (cs_client.py).
 # `load helpers/common` first.
 #
-# Slurm's cgroup/v2 layout, as launcher/control/slurm.c expects it:
+# Slurm's cgroup/v2 layout (22.05 without multiple-slurmd naming):
 #   FAKE_ROOT/system.slice/slurmstepd.scope/job_<J>/step_<S>/{slurm,user/task_<T>}
+# fake_layout switches to another release's (the engine finds a step from the
+# task's own cgroup path, not from these names: launcher/control/slurm.c).
 # The engine freezes step_<S>/user (cgroup.freeze) and, without a cgroup2
 # cpuset controller, moves cores with sched_setaffinity on every thread below
 # it.  step_<S>/slurm stands for slurmstepd and must never be frozen.
@@ -25,6 +27,16 @@
 #   fake_teardown               in teardown(): stop the engines, kill every
 #                               process in the tree, thaw, remove the tree and
 #                               SOCKDIR; fails when something stays
+#   fake_layout REL             the v2 layout of the following fake_step calls:
+#                               22.05 (above), 23-25 (system.slice/
+#                               node1_slurmstepd.scope/job_<J>), 25.11
+#                               (CgroupSlice=hpc.slice: hpc.slice/
+#                               node1_slurmstepd.scope/job_<J>), 26.05 (the
+#                               job directory named by a SLUID, not job_<J>)
+#   job_dir_name J              the name of job J's directory in that layout
+#   cs_register_stepd J S PID [K=V...]  cs_register from inside step J.S's
+#                               slurm/ (as slurmstepd registers its tasks);
+#                               job=OTHER claims another job from there
 #   fake_step J S               create step J.S (slurm/ and user/), with a
 #                               "slurmstepd" (sleep) in slurm/
 #   fake_task J S T NAME [--cpus LIST] [PROG ARGS...]
@@ -77,6 +89,7 @@ fake_setup() {
     [ "$NCPU" -gt 1 ] || ALL=0
     ENGINE=
     SERVE_ENV=()
+    FAKE_SLUID=
 }
 
 fake_test_setup() {
@@ -85,8 +98,26 @@ fake_test_setup() {
     fake_setup
 }
 
+fake_layout() {
+    FAKE_SLUID=
+    case $1 in
+    22.05) FAKE_SCOPE=$FAKE_ROOT/system.slice/slurmstepd.scope ;;
+    23-25) FAKE_SCOPE=$FAKE_ROOT/system.slice/node1_slurmstepd.scope ;;
+    25.11) FAKE_SCOPE=$FAKE_ROOT/hpc.slice/node1_slurmstepd.scope ;;
+    26.05) FAKE_SCOPE=$FAKE_ROOT/system.slice/node1_slurmstepd.scope; FAKE_SLUID=1 ;;
+    *) echo "fake_layout: unknown layout '$1' (22.05, 23-25, 25.11, 26.05)" >&2; return 1 ;;
+    esac
+    mkdir -p "$FAKE_SCOPE"
+}
+
+# a SLUID as 26.05 prints it: 's' and 13 characters of Crockford's base32
+job_dir_name() {
+    if [ -n "${FAKE_SLUID:-}" ]; then printf 's4ZDM8AJN%04d\n' "$1"; else echo "job_$1"; fi
+}
+
 step_dir() {
-    local d=$FAKE_SCOPE/job_$1/step_$2
+    local d
+    d=$FAKE_SCOPE/$(job_dir_name "$1")/step_$2
     [ -n "${3:-}" ] && d=$d/$3
     echo "$d"
 }
@@ -229,6 +260,17 @@ serve_start() {
 
 cs_send() {
     python3 "$CS_CLIENT" "$SOCK" "$@"
+}
+
+cs_register_stepd() {
+    local j=$1 s=$2 pid=$3
+    shift 3
+    local kv=" $*"
+    [[ $kv == *" uid="* ]] || kv+=" uid=0"
+    [[ $kv == *" cores="* ]] || kv+=" cores=$ALL"
+    [[ $kv == *" job="* ]] || kv=" job=$j$kv"
+    bash -c 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"' _ "$(step_dir "$j" "$s" slurm)" \
+        python3 "$CS_CLIENT" "$SOCK" "COSCHED/1 register step=$s pid=$pid$kv"
 }
 
 cs_send_as() {
