@@ -380,9 +380,35 @@ static void reply_get(const char *reply, const char *key, char *out, size_t len)
     }
 }
 
+/* The scontrol beside this slurmstepd (PREFIX/sbin/slurmstepd ->
+ * PREFIX/bin/scontrol) and the slurm.conf slurmd gave it (SLURM_CONF, which
+ * slurmd sets for its children); conf "" when not set.  0, or -1. */
+static int slurm_paths(char *scontrol, size_t slen, char *conf, size_t clen)
+{
+    char exe[CS_PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    const char *c = getenv("SLURM_CONF");
+    char *sl;
+
+    if (n <= 0)
+        return -1;
+    exe[n] = '\0';
+    if ((sl = strrchr(exe, '/')) == NULL)
+        return -1;
+    *sl = '\0';
+    if ((sl = strrchr(exe, '/')) == NULL || strcmp(sl, "/sbin") != 0)
+        return -1;
+    *sl = '\0';
+    if ((size_t)snprintf(scontrol, slen, "%s/bin/scontrol", exe) >= slen)
+        return -1;
+    snprintf(conf, clen, "%s", c && c[0] == '/' && strlen(c) < clen ? c : "");
+    return 0;
+}
+
 int cs_remote_task_post_fork(spank_t sp)
 {
     char req[CS_PROTO_MAX], reply[1024], why[448], name[80], cores[256] = "";
+    char scontrol[CS_PATH_MAX], conf[CS_PATH_MAX];
     char *alloc = NULL;
     uint32_t uid = 0, gtid = 0, ntasks = 0, nnodes = 0;
     uint16_t cpt = 0;
@@ -426,7 +452,17 @@ int cs_remote_task_post_fork(spank_t sp)
          cs_req_add(req, sizeof req, "name", "%s", name) == 0 &&
          (cores[0] == '\0' || cs_req_add(req, sizeof req, "cores", "%s", cores) == 0) &&
          (!cs_g.req.has_priority || cs_req_add(req, sizeof req, "priority", "%ld", cs_g.req.priority) == 0) &&
-         (!cs_g.req.cls || cs_req_add(req, sizeof req, "class", "%c", cs_g.req.cls) == 0);
+         (!cs_g.req.cls || cs_req_add(req, sizeof req, "class", "%c", cs_g.req.cls) == 0) &&
+         cs_req_add(req, sizeof req, "extend", "%d", cs_g.conf.extend_time) == 0;
+    /* where this Slurm's scontrol and slurm.conf are, for the engine's time
+     * given back (a value that is not a protocol value is left out) */
+    if (ok && slurm_paths(scontrol, sizeof scontrol, conf, sizeof conf) == 0) {
+        char tmp[CS_PROTO_MAX];
+        memcpy(tmp, req, sizeof tmp);
+        if (cs_req_add(tmp, sizeof tmp, "scontrol", "%s", scontrol) == 0 &&
+            (!conf[0] || cs_req_add(tmp, sizeof tmp, "slurm_conf", "%s", conf) == 0))
+            memcpy(req, tmp, sizeof tmp);
+    }
     if (!ok) {
         fail("cannot build the registration request");
         return 0;

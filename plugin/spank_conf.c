@@ -59,6 +59,8 @@ static const struct key {
       "most time a step waits for the engine (start included), 100ms to 3s (plain number: seconds)", 1000 },
     { "omp_shim", K_PATH_NONE, F(omp_shim), 0, 0, COSCHED_PKGLIBDIR "/libcosched-omp.so",
       "the OpenMP shim preloaded into co-scheduled tasks (none: they wait passively)" },
+    { "extend_time", K_BOOL, F(extend_time), 0, 1, "yes",
+      "extend a job's time limit by the time the engine held all its steps frozen" },
     /* the names before issue 16, still read: a plain number is milliseconds */
     { "quantum_ms", K_MS, F(quantum_ms), 10, 60000, "1000", "old name of quantum (plain number: milliseconds)", 1 },
     { "timeout_ms", K_MS, F(timeout_ms), 100, 3000, "2000", "old name of timeout (plain number: milliseconds)", 1 },

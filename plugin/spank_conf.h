@@ -41,6 +41,7 @@ struct cs_conf {
     char policydir[CS_PATH_MAX];      /* where the installed policies are */
     int timeout_ms;                   /* budget of one step's registration (timeout, timeout_ms) */
     char omp_shim[CS_PATH_MAX];       /* libcosched-omp.so for the tasks; "" = none */
+    int extend_time;                  /* the engine gives frozen time back to the job's time limit */
 };
 
 /* What the user asked with --cosched=VALUE. */

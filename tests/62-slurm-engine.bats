@@ -226,3 +226,53 @@ bindings() {
     [ "$status" -eq 0 ]
     [[ "$output" != *"cosched:"* ]]
 }
+
+@test "frozen time is given back: a --time=1 job time-sliced by gang completes (limit extended, AdminComment); with extend_time=no a job is killed at its limit" {
+    [ "$(nproc)" -ge 2 ] || skip "needs 2 cpus"
+    # job A: 60 CPU-s (30 s of both cores; 60 s on a machine busy with
+    # others); job B, started under extend_time=no, 140 CPU-s: side by side
+    # under gang each is frozen about half the time, A's wall time nears or
+    # passes its limit.  A time limit is a limit of running time: A must not
+    # need more than a minute of it even on a loaded machine.
+    sbatch -o a.out -e a.err --time=1 -n1 -c2 --cosched=gang \
+        --wrap "srun -n1 -c2 '$PROGS/spin' -t 2 -c 60 -w 300" > a.sub
+    A=$(grep -o '[0-9]*$' a.sub)
+    wait_for 30 '"$COSCHED" status --socket "$CS_SOCKET" 2>/dev/null | grep -q "^$A\.0 "'
+    slurm_plugstack start=ondemand quantum_ms=200 idle_exit=3 extend_time=no
+    sbatch -o b.out -e b.err --time=1 -n1 -c2 --cosched=gang \
+        --wrap "srun -n1 -c2 '$PROGS/spin' -t 2 -c 140 -w 300" > b.sub
+    B=$(grep -o '[0-9]*$' b.sub)
+    wait_for 30 '"$COSCHED" status --socket "$CS_SOCKET" 2>/dev/null | grep -q "^$B\.0 "'
+    "$COSCHED" status --socket "$CS_SOCKET" | tee st.txt
+    # A's limit grows as soon as it is held; B's does not
+    wait_for 30 'scontrol -o show job "$A" | grep -q "TimeLimit=00:02:00"'
+    "$COSCHED" status --socket "$CS_SOCKET" --json > st.json
+    python3 -c '
+import json, sys
+d = {"%d" % s["job"]: s for s in json.load(open("st.json"))["steps"]}
+a, b = d[sys.argv[1]], d[sys.argv[2]]
+assert a["job_extend_time"] is True and b["job_extend_time"] is False, (a, b)
+assert a["job_given_s"] >= 60 and b["job_given_s"] == 0, (a, b)
+' "$A" "$B"
+    # both ended (MinJobAge keeps their records 30 s): COMPLETED and TIMEOUT
+    local t=0 sa sb
+    while :; do
+        sa=$(slurm_job_state "$A") sb=$(slurm_job_state "$B")
+        [ -s a.job ] || case $sa in RUNNING|PENDING|COMPLETING) ;; *) scontrol -o show job "$A" > a.job ;; esac
+        [ -s b.job ] || case $sb in RUNNING|PENDING|COMPLETING) ;; *) scontrol -o show job "$B" > b.job ;; esac
+        [ -s a.job ] && [ -s b.job ] && break
+        t=$((t + 1))
+        [ $t -lt 400 ] || { echo "jobs still $sa $sb after 200 s" >&2; false; }
+        sleep 0.5
+    done
+    cat a.job b.job
+    grep -q "JobState=COMPLETED" a.job
+    grep -q "JobState=TIMEOUT" b.job
+    grep -q "TimeLimit=00:02:00" a.job
+    grep -q "TimeLimit=00:01:00" b.job
+    grep -Eq "AdminComment=cosched:held_s=[1-9][0-9]*,frozen_s=" a.job
+    grep -Eq "AdminComment=cosched:held_s=[1-9][0-9]*,frozen_s=" b.job
+    grep -q "CANCELLED .* DUE TO TIME LIMIT" b.err
+    if grep -q "DUE TO TIME LIMIT" a.err; then false; fi
+    slurm_node_ok
+}

@@ -62,6 +62,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -96,6 +97,7 @@ struct served {                      /* per job (j->served) */
     char where[PATH_MAX];            /* the step's cgroup on this node (one machine may be several nodes) */
     struct task *t;
     int nt;
+    double frozen_s;                 /* s this step was held frozen by the engine */
 };
 
 /* Frees a job and what the node engine keeps for it (its tasks' descriptors). */
@@ -111,6 +113,36 @@ static void served_job_free(struct cs_job *j)
     }
     cs_job_free(j);
 }
+
+/*
+ * Time given back.  Slurm moves a job's end when it suspends it (and does
+ * not count the suspended time); a step frozen by the engine is invisible to
+ * Slurm.  So the engine counts, per Slurm job, the time during which every
+ * step of it registered here was frozen ("held"), and extends the job's
+ * time limit by it through scontrol: in whole minutes rounded up, given as
+ * soon as the job is held (a job can be killed as soon as its limit passes),
+ * then at most once a minute per job, never beyond its partition's MaxTime;
+ * the seconds held go to the job's AdminComment ("cosched:held_s=...",
+ * where sacct shows it) unless a site's own comment is there.  The
+ * plugin's extend_time=no turns the extension off (the comment stays).
+ * scontrol runs in a child of its own (never waited for in the loop).
+ */
+#define GIVE_EVERY 60.0              /* s between two updates of one job */
+struct sjob {
+    unsigned long job;
+    int extend;                      /* 0 when any of its steps said extend=0 */
+    char scontrol[PATH_MAX];         /* from its slurmstepd (trusted, root) */
+    char conf[PATH_MAX];             /* SLURM_CONF of its slurmstepd; "" none */
+    double held, given, frozen;      /* s all held; s given back; s frozen summed over its steps */
+    double said;                     /* held as last written to Slurm */
+    double last_update;              /* 0: never */
+    pid_t child;                     /* the scontrol run under way (0: none) */
+    int live;                        /* its steps registered now */
+};
+
+struct cs_serve;
+static void sjob_note(struct cs_serve *s, unsigned long job, const struct cs_msg *m);
+static void account(struct cs_engine *e);
 
 struct conn {
     int fd;
@@ -138,7 +170,11 @@ struct cs_serve {
     double started;
     double refusals_since;           /* rate limit of the refusal warnings */
     int refusals_logged, refusals_quiet;
+    struct sjob *sj;                 /* the Slurm jobs with steps here (time given back) */
+    int nsj;
+    double acct_last;                /* when held time was last counted */
 };
+static struct sjob *sjob_of(struct cs_serve *s, unsigned long job, int create);
 
 /* The node engine's state, the engine's host_arg (engine.h, struct cs_host_ops). */
 static struct cs_serve *srv(const struct cs_engine *e)
@@ -274,6 +310,7 @@ static int do_register(struct cs_engine *e, const struct cs_msg *m, pid_t peer, 
         hwloc_bitmap_free(cpus);
         goto bad;
     }
+    sjob_note(s, (unsigned long)job, m);
     if ((j = find_step(e, (unsigned long)job, (unsigned long)step, where, 0, NULL)) != NULL) {
         struct served *sv = j->served;
         hwloc_bitmap_free(cpus);
@@ -476,8 +513,8 @@ static char *status_doc(struct cs_engine *e, uid_t who, int text)
                         cs_json_fixed(cs_now() - srv(e)->started, 3), "epoch", (json_int_t)e->epoch, "steps",
                         steps = json_array());
     if (text)
-        fprintf(f, "%-12s %-10s %-8s %-6s %-5s %-9s %-9s %6s %6s %8s  %s\n", "STEP", "USER", "NAME", "POLICY", "CLASS",
-                "STATE", "CPUS", "Q_RUN", "Q_WAIT", "CPU_S", "WHY");
+        fprintf(f, "%-12s %-10s %-8s %-6s %-5s %-9s %-9s %6s %6s %8s %8s  %s\n", "STEP", "USER", "NAME", "POLICY",
+                "CLASS", "STATE", "CPUS", "Q_RUN", "Q_WAIT", "CPU_S", "FROZEN_S", "WHY");
     for (int i = 0; i < e->njobs; i++) {
         struct cs_job *j = e->jobs[i];
         struct served *sv = j->served;
@@ -499,9 +536,9 @@ static char *status_doc(struct cs_engine *e, uid_t who, int text)
             char pol[80];
             snprintf(pol, sizeof pol, "%s%s%s", cs_policy_name(e->policy), strcmp(sv->asked, cs_policy_name(e->policy)) ? "/asked:" : "",
                      strcmp(sv->asked, cs_policy_name(e->policy)) ? sv->asked : "");
-            fprintf(f, "%-12s %-10s %-8.8s %-6s %-5c %-9s %-9s %6llu %6llu %8.1f  %s", j->name, user, sv->prog, pol,
-                    cls ? cls : '-', state, cpus, (unsigned long long)j->quanta_run,
-                    (unsigned long long)j->quanta_frozen, j->cpu_ns * 1e-9, why);
+            fprintf(f, "%-12s %-10s %-8.8s %-6s %-5c %-9s %-9s %6llu %6llu %8.1f %8.1f  %s", j->name, user, sv->prog,
+                    pol, cls ? cls : '-', state, cpus, (unsigned long long)j->quanta_run,
+                    (unsigned long long)j->quanta_frozen, j->cpu_ns * 1e-9, sv->frozen_s, why);
             char *info = j->policy_info ? json_dumps(j->policy_info, JSON_COMPACT | JSON_REAL_PRECISION(15)) : NULL;
             if (info)
                 fprintf(f, "; %s says %s", cs_policy_name(e->policy), info);
@@ -523,6 +560,14 @@ static char *status_doc(struct cs_engine *e, uid_t who, int text)
             if (o && j->last_step_wall > 0 && j->last_step_ncpus > 0)
                 json_object_set_new(o, "cpu_share",
                                     cs_json_fixed(j->last_step_cpu / (j->last_step_wall * j->last_step_ncpus), 3));
+            struct sjob *sj = sjob_of(srv(e), sv->job, 0);
+            if (o) {
+                /* frozen time: this step's, and its job's held and given back */
+                json_object_set_new(o, "frozen_s", cs_json_fixed(sv->frozen_s, 1));
+                json_object_set_new(o, "job_held_s", cs_json_fixed(sj ? sj->held : 0.0, 1));
+                json_object_set_new(o, "job_given_s", cs_json_fixed(sj ? sj->given : 0.0, 1));
+                json_object_set_new(o, "job_extend_time", json_boolean(sj ? sj->extend : 1));
+            }
             if (o)
                 json_object_set_new(o, "policy_info", j->policy_info ? json_incref(j->policy_info) : json_null());
             json_array_append_new(steps, o);
@@ -791,6 +836,7 @@ static int host_tidy(struct cs_engine *e)
     struct cs_serve *s = srv(e);
     int k = 0;
 
+    account(e);
     for (int i = 0; i < e->njobs; i++) {
         struct cs_job *j = e->jobs[i];
         if (j->state == CS_JOB_LIVE) {
@@ -809,6 +855,262 @@ static int host_tidy(struct cs_engine *e)
         return 1;
     }
     return 0;
+}
+
+/* ------------------------------------------------------------ time given back */
+
+static struct sjob *sjob_of(struct cs_serve *s, unsigned long job, int create)
+{
+    for (int i = 0; i < s->nsj; i++)
+        if (s->sj[i].job == job)
+            return &s->sj[i];
+    if (!create)
+        return NULL;
+    struct sjob *n = realloc(s->sj, (size_t)(s->nsj + 1) * sizeof *n);
+    if (!n)
+        return NULL;
+    s->sj = n;
+    n = &s->sj[s->nsj++];
+    memset(n, 0, sizeof *n);
+    n->job = job;
+    n->extend = 1;
+    return n;
+}
+
+/* What a registration says of its job: extend=0|1, scontrol=, slurm_conf=
+ * (root's: the plugin in slurmstepd).  An scontrol that is not root's and
+ * out of others' reach is never run. */
+static void sjob_note(struct cs_serve *s, unsigned long job, const struct cs_msg *m)
+{
+    struct sjob *sj = sjob_of(s, job, 1);
+    const char *x = cs_msg_get(m, "extend"), *sc = cs_msg_get(m, "scontrol"), *cf = cs_msg_get(m, "slurm_conf");
+    char why[PATH_MAX + 256];
+
+    if (!sj)
+        return;
+    if (x && strcmp(x, "0") == 0)
+        sj->extend = 0;
+    if (sc && !sj->scontrol[0] && sc[0] == '/') {
+        if (cs_path_trusted(sc, why, sizeof why) == 0)
+            snprintf(sj->scontrol, sizeof sj->scontrol, "%s", sc);
+        else
+            cs_warn("job %lu: scontrol %s is not used to give frozen time back: %s", job, sc, why);
+    }
+    if (cf && !sj->conf[0] && cf[0] == '/')
+        snprintf(sj->conf, sizeof sj->conf, "%s", cf);
+}
+
+/* Run argv with SLURM_CONF=conf, its output in out; its exit status. */
+static int run_capture(char *const argv[], const char *conf, char *out, size_t len)
+{
+    int p[2], st = -1;
+    size_t n = 0;
+    char envc[PATH_MAX + 16];
+    char *envp[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin", conf[0] ? envc : NULL, NULL };
+    pid_t pid;
+
+    snprintf(envc, sizeof envc, "SLURM_CONF=%s", conf);
+    out[0] = '\0';
+    if (pipe2(p, O_CLOEXEC) < 0)
+        return -1;
+    if ((pid = fork()) == 0) {
+        int nul = open("/dev/null", O_RDONLY);
+        dup2(nul, 0);
+        dup2(p[1], 1);
+        execve(argv[0], argv, envp);
+        _exit(127);
+    }
+    close(p[1]);
+    while (pid > 0) {
+        ssize_t r = read(p[0], out + n, len - 1 - n);
+        if (r > 0 && (n += (size_t)r) < len - 1)
+            continue;
+        if (r < 0 && errno == EINTR)
+            continue;
+        break;
+    }
+    out[n] = '\0';
+    close(p[0]);
+    if (pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st))
+        return WEXITSTATUS(st);
+    return -1;
+}
+
+/* The value of KEY= in scontrol's one-line output ("" if absent). */
+static void field(const char *doc, const char *key, char *val, size_t len)
+{
+    size_t k = strlen(key);
+
+    val[0] = '\0';
+    for (const char *p = doc; (p = strstr(p, key)) != NULL; p += k)
+        if ((p == doc || isspace((unsigned char)p[-1])) && p[k] == '=') {
+            size_t n = strcspn(p + k + 1, " \n");
+            snprintf(val, len, "%.*s", (int)(n < len ? n : len - 1), p + k + 1);
+            return;
+        }
+}
+
+/* Minutes of a Slurm time ("UNLIMITED": -1; "D-HH:MM:SS", "HH:MM:SS",
+ * "MM:SS", "MM"); -2 if unreadable. */
+static long minutes_of(const char *v)
+{
+    long d = 0, a[3], n = 0;
+    const char *p = v;
+    char *e;
+
+    if (strcmp(v, "UNLIMITED") == 0 || strcmp(v, "Partition_Limit") == 0)
+        return -1;
+    if (strchr(v, '-')) {
+        d = strtol(v, &e, 10);
+        if (*e != '-')
+            return -2;
+        p = e + 1;
+    }
+    while (n < 3) {
+        a[n++] = strtol(p, &e, 10);
+        if (e == p)
+            return -2;
+        if (*e != ':')
+            break;
+        p = e + 1;
+    }
+    if (*e != '\0')
+        return -2;
+    if (n == 3)
+        return d * 1440 + a[0] * 60 + a[1] + (a[2] > 0);
+    if (n == 2)
+        return d * 1440 + (d ? a[0] * 60 + a[1] : a[0] + (a[1] > 0));
+    return d ? d * 1440 + a[0] * 60 : a[0];
+}
+
+/* The child that talks to slurmctld for one job: add minutes to its time
+ * limit (never beyond its partition's MaxTime) and write the seconds held
+ * to its AdminComment.  Says what it did in the engine's log. */
+static void give_back(const struct sjob *sj, long add)
+{
+    char out[16384], tl[64], part[256], max[64], adm[256], jid[32], a1[96], a2[128];
+    char *sc = (char *)sj->scontrol;
+    long cur, lim, to = -1;
+
+    sigset_t all;
+    sigemptyset(&all);
+    sigprocmask(SIG_SETMASK, &all, NULL);
+    snprintf(jid, sizeof jid, "%lu", sj->job);
+    char *show[] = { sc, "-o", "show", "job", jid, NULL };
+    if (run_capture(show, sj->conf, out, sizeof out) != 0) {
+        cs_warn("job %lu: %s show job failed: frozen time not given back (%.0f s held)", sj->job, sc, sj->held);
+        _exit(1);
+    }
+    field(out, "TimeLimit", tl, sizeof tl);
+    field(out, "Partition", part, sizeof part);
+    field(out, "AdminComment", adm, sizeof adm);
+    cur = minutes_of(tl);
+    if (add > 0 && cur >= 0) {
+        char *showp[] = { sc, "-o", "show", "partition", part, NULL };
+        lim = run_capture(showp, sj->conf, out, sizeof out) == 0 ? (field(out, "MaxTime", max, sizeof max),
+                                                                   minutes_of(max)) : -2;
+        to = cur + add;
+        if (lim == -2) {
+            cs_warn("job %lu: cannot read partition %s's MaxTime: its time limit is left at %s", sj->job, part, tl);
+            to = -1;
+        } else if (lim >= 0 && to > lim) {
+            to = lim > cur ? lim : -1;
+            cs_warn("job %lu: held %.0f s; its time limit stops at partition %s's MaxTime (%s)", sj->job, sj->held,
+                    part, max);
+        }
+    }
+    int n = 0;
+    char *upd[6] = { sc, "update", NULL, NULL, NULL, NULL };
+    snprintf(a1, sizeof a1, "JobId=%lu", sj->job);
+    upd[2] = a1;
+    n = 3;
+    if (to > cur) {
+        snprintf(a2, sizeof a2, "TimeLimit=%ld", to);
+        upd[n++] = a2;
+    }
+    char a3[160];
+    if (!adm[0] || strncmp(adm, "cosched:", 8) == 0) {
+        snprintf(a3, sizeof a3, "AdminComment=cosched:held_s=%.0f,frozen_s=%.0f", sj->held, sj->frozen);
+        upd[n++] = a3;
+    }
+    if (n == 3)
+        _exit(0);
+    if (run_capture(upd, sj->conf, out, sizeof out) != 0) {
+        cs_warn("job %lu: %s update %s%s%s failed: %s", sj->job, sc, a1, to > cur ? " " : "", to > cur ? a2 : "",
+                out);
+        _exit(1);
+    }
+    if (to > cur)
+        cs_info("job %lu: its steps were all held frozen %.0f s: time limit %ld -> %ld min", sj->job, sj->held, cur,
+                to);
+    _exit(0);
+}
+
+/* Between two steps of the loop: count the time held, start the updates
+ * that are due, reap the finished ones, forget jobs with nothing left. */
+static void account(struct cs_engine *e)
+{
+    struct cs_serve *s = srv(e);
+    double now = cs_now(), dt = s->acct_last > 0 ? now - s->acct_last : 0;
+    int *allheld = calloc((size_t)s->nsj + 1, sizeof *allheld);
+
+    s->acct_last = now;
+    if (!allheld)
+        return;
+    for (int k = 0; k < s->nsj; k++) {
+        s->sj[k].live = 0;
+        allheld[k] = 1;
+    }
+    for (int i = 0; i < e->njobs; i++) {
+        struct cs_job *j = e->jobs[i];
+        struct served *sv = j->served;
+        struct sjob *sj;
+        if (j->state != CS_JOB_LIVE || !sv || !(sj = sjob_of(s, sv->job, 0)))
+            continue;
+        sj->live++;
+        if (j->frozen) {
+            sv->frozen_s += dt;
+            sj->frozen += dt;
+        } else {
+            allheld[sj - s->sj] = 0;
+        }
+    }
+    for (int k = 0; k < s->nsj; k++) {
+        struct sjob *sj = &s->sj[k];
+        if (sj->live && allheld[k])
+            sj->held += dt;
+        if (sj->child > 0) {
+            int st;
+            pid_t r = waitpid(sj->child, &st, WNOHANG);
+            if (r == sj->child || (r < 0 && errno == ECHILD))
+                sj->child = 0;
+        }
+        double pending = sj->extend ? sj->held - sj->given : 0;
+        int due = sj->child == 0 && sj->scontrol[0] && (sj->last_update == 0 || now - sj->last_update >= GIVE_EVERY);
+        if (due && (pending > 0 || sj->held >= sj->said + 1)) {
+            long add = pending > 0 ? (long)ceil(pending / 60.0) : 0;
+            pid_t pid = fork();
+            if (pid == 0)
+                give_back(sj, add);
+            if (pid > 0) {
+                sj->child = pid;
+                sj->given += (double)add * 60.0;
+                sj->said = sj->held;
+                sj->last_update = now;
+            } else {
+                cs_warn("job %lu: fork: %s: frozen time not given back now", sj->job, strerror(errno));
+            }
+        }
+    }
+    /* jobs with no step here, nothing running and nothing left to say */
+    int m = 0;
+    for (int k = 0; k < s->nsj; k++) {
+        struct sjob *sj = &s->sj[k];
+        if (sj->live || sj->child || (sj->scontrol[0] && ((sj->extend && sj->held > sj->given) || sj->held >= sj->said + 1)))
+            s->sj[m++] = *sj;
+    }
+    s->nsj = m;
+    free(allheld);
 }
 
 /* ------------------------------------------------------------ daemon */
