@@ -662,6 +662,54 @@ print(a["reason"])'
     done
 }
 
+@test "--metrics: a Prometheus text file, replaced whole every 5 s: steps, refusals by reason, frozen seconds per job, switch latency histogram; up 0 at stop" {
+    mkdir -m 755 prom
+    fake_step 9 0
+    two_steps --policy gang --quantum 100ms --metrics "$PWD/prom/cosched.prom"
+    run cs_register 9 0 "$a"
+    assert_contains "$output" "ERR pid $a is in /"
+    run cs_send_as nobody "COSCHED/1 register job=1 step=0 uid=0 pid=$a cores=0"
+    local m=prom/cosched.prom
+    wait_for 15 'grep -q "^cosched_steps_refused_total{reason=\"not_in_step\"} 1$" $m &&
+                 grep -q "^cosched_steps_refused_total{reason=\"not_root\"} 1$" $m'
+    wait_for 15 'awk "/^cosched_job_frozen_seconds\{job=\"7\"\}/ { exit !(\$2 > 0) }" $m'
+    cat "$m"
+    grep -qx 'cosched_up 1' "$m"
+    grep -qx 'cosched_steps_coscheduled_total 2' "$m"
+    grep -q '^cosched_steps{state="frozen"} [01]$' "$m"
+    grep -qx 'cosched_policy_errors_total 0' "$m"
+    [ ! -e "$m.tmp" ]
+    # every sample line is NAME{LABELS} VALUE, every family has HELP and TYPE;
+    # the histogram's buckets are cumulative and end with +Inf = count > 0
+    python3 - "$m" <<'PY'
+import re, sys
+fams, typed, buckets, count = set(), set(), [], None
+for line in open(sys.argv[1]):
+    line = line.rstrip("\n")
+    if line.startswith("# TYPE "):
+        typed.add(line.split()[2]); continue
+    if line.startswith("#"):
+        continue
+    m = re.fullmatch(r'([a-z_]+)(\{[a-z_]+="[^"]*"\})? (-?[0-9.e+]+)', line)
+    assert m, line
+    name = m.group(1)
+    base = re.sub(r"_(bucket|sum|count)$", "", name) if name.startswith("cosched_switch_latency") else name
+    assert base in typed, line
+    if name.endswith("_bucket"):
+        buckets.append(float(m.group(3)))
+    if name == "cosched_switch_latency_seconds_count":
+        count = float(m.group(3))
+assert buckets == sorted(buckets) and buckets[-1] == count and count > 0, (buckets, count)
+PY
+    kill -TERM "$ENGINE"
+    wait "$ENGINE" || true
+    grep -qx 'cosched_up 0' "$m"
+    # a directory anybody may write is refused
+    run "$COSCHED" serve --socket "$SOCKDIR/x.sock" --metrics /tmp/cosched.prom
+    [ "$status" -eq 2 ]
+    assert_contains "$output" "--metrics /tmp/cosched.prom: its directory /tmp is writable by others"
+}
+
 # ------------------------------------------------------------------ 6. no job left behind
 
 three_folded() {  # tft with 3 steps until one is frozen and the others folded

@@ -13,7 +13,7 @@
 #include "cli/cli.h"
 
 enum { S_SOCKET = 256, S_POLICY, S_POLICY_OPT, S_POLICY_PATH, S_QUANTUM, S_IDLE, S_DETACH, S_LOG, S_TRACE, S_COUNTERS,
-       S_VERBOSE, S_QUIET, S_HELP, S_JSON, S_ALL, S_KILL_GRACE };
+       S_VERBOSE, S_QUIET, S_HELP, S_JSON, S_ALL, S_KILL_GRACE, S_METRICS };
 
 static const struct cs_opt serve_opts[] = {
     { 0, "socket", 1, S_SOCKET, "PATH", "listen here (default " CS_PROTO_SOCKET ")" },
@@ -26,6 +26,8 @@ static const struct cs_opt serve_opts[] = {
     { 0, "log", 1, S_LOG, "FILE", "messages go here with --detach (default SOCKET.log)" },
     { 0, "trace", 1, S_TRACE, "FILE", "one JSON line per step and per job event" },
     { 0, "counters", 1, S_COUNTERS, "SPEC", "auto (default) or none" },
+    { 0, "metrics", 1, S_METRICS, "FILE", "write node metrics here every 5 s, Prometheus text format\n"
+      "(node_exporter's textfile collector: DIR/cosched.prom)" },
     { 0, "kill-grace", 1, S_KILL_GRACE, "DURATION", "a step showing a pending kill signal is left running this long at most\n"
       "(Slurm's KillWait plus a margin; default 60s)" },
     { 'v', "verbose", 0, S_VERBOSE, NULL, "more messages (repeat for debug)" },
@@ -66,6 +68,7 @@ int cs_cmd_serve(int argc, char **argv)
         case S_DETACH: o.detach = 1; break;
         case S_LOG: o.logfile = optarg; break;
         case S_TRACE: o.trace = optarg; break;
+        case S_METRICS: o.metrics = optarg; break;
         case S_COUNTERS:
             if (strcmp(optarg, "auto") && strcmp(optarg, "none"))
                 BAD("--counters %s: the node engine takes auto or none", optarg);

@@ -31,6 +31,7 @@ struct cs_node_opts {
     const char *logfile;       /* with detach; NULL: SOCKET.log */
     const char *trace;         /* NULL: none */
     const char *counters;      /* "auto" or "none" */
+    const char *metrics;       /* Prometheus text file, NULL: none */
 };
 /* Run the node engine (as root) until SIGTERM/SIGINT or idle exit: the exit
  * status of `cosched serve` (0; 1 when another engine holds the socket and

@@ -143,6 +143,9 @@ struct sjob {
 struct cs_serve;
 static void sjob_note(struct cs_serve *s, unsigned long job, const struct cs_msg *m);
 static void account(struct cs_engine *e);
+static void metrics_sample(struct cs_engine *e);
+static void metrics_write(struct cs_engine *e, int up);
+#define METRICS_EVERY 5.0            /* s between two writes of the metrics file */
 
 struct conn {
     int fd;
@@ -173,7 +176,19 @@ struct cs_serve {
     struct sjob *sj;                 /* the Slurm jobs with steps here (time given back) */
     int nsj;
     double acct_last;                /* when held time was last counted */
+    /* metrics (--metrics): counters since start */
+    const char *metrics;
+    double metrics_last;
+    uint64_t accepted, refused[5];
+    uint64_t lat_bucket[11], lat_n, prev_switches;
+    double lat_sum, prev_switch_us, held_total, given_total;
+    int restored;
 };
+/* why a registration was refused, for the metrics (their label values) */
+enum { RF_REQUEST, RF_NOT_IN_STEP, RF_POLICY, RF_ENGINE, RF_NOT_ROOT };
+static const char *const refusal_label[] = { "bad_request", "not_in_step", "policy", "engine", "not_root" };
+/* switch latency histogram bounds, s (the last bucket is +Inf) */
+static const double lat_le[10] = { 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1 };
 static struct sjob *sjob_of(struct cs_serve *s, unsigned long job, int create);
 
 /* The node engine's state, the engine's host_arg (engine.h, struct cs_host_ops). */
@@ -293,6 +308,7 @@ static int do_register(struct cs_engine *e, const struct cs_msg *m, pid_t peer, 
     long job, step, uid, pid, v;
     const char *pol = cs_msg_get(m, "policy");
     struct cs_job *j;
+    int rf = RF_REQUEST;
 
     if (cs_msg_long(m, "job", 0, 0xffffffffL, 0, &job, err, sizeof err) < 0 ||
         cs_msg_long(m, "step", 0, 0xffffffffL, 0, &step, err, sizeof err) < 0 ||
@@ -308,6 +324,7 @@ static int do_register(struct cs_engine *e, const struct cs_msg *m, pid_t peer, 
     if (cs_slurm_step_cpus((pid_t)pid, peer, (unsigned long)job, (unsigned long)step, cpus, where, sizeof where, err,
                            sizeof err) < 0) {
         hwloc_bitmap_free(cpus);
+        rf = RF_NOT_IN_STEP;
         goto bad;
     }
     sjob_note(s, (unsigned long)job, m);
@@ -323,6 +340,7 @@ static int do_register(struct cs_engine *e, const struct cs_msg *m, pid_t peer, 
         struct task *nt = realloc(sv->t, (sv->nt + 1) * sizeof *nt);
         if (!nt) {
             snprintf(err, sizeof err, "out of memory");
+            rf = RF_ENGINE;
             goto bad;
         }
         sv->t = nt;
@@ -343,6 +361,7 @@ static int do_register(struct cs_engine *e, const struct cs_msg *m, pid_t peer, 
         struct cs_policy *np = load_policy(s, pol, err, sizeof err);
         if (!np) {
             hwloc_bitmap_free(cpus);
+            rf = RF_POLICY;
             goto bad;
         }
         cs_info("policy %s now (asked by step %ld.%ld; the engine was idle)", pol, job, step);
@@ -352,6 +371,7 @@ static int do_register(struct cs_engine *e, const struct cs_msg *m, pid_t peer, 
         struct cs_policy *np = load_policy(s, pol, err, sizeof err);   /* is it a real policy at all? */
         if (!np) {
             hwloc_bitmap_free(cpus);
+            rf = RF_POLICY;
             goto bad;
         }
         cs_policy_free(np);
@@ -368,6 +388,7 @@ static int do_register(struct cs_engine *e, const struct cs_msg *m, pid_t peer, 
             e->jobs = nj;
         hwloc_bitmap_free(cpus);
         snprintf(err, sizeof err, "out of memory");
+        rf = RF_ENGINE;
         goto bad;
     }
     e->jobs = nj;
@@ -407,6 +428,7 @@ static int do_register(struct cs_engine *e, const struct cs_msg *m, pid_t peer, 
         free(sv);
         j->served = NULL;
         cs_job_free(j);
+        rf = RF_ENGINE;
         goto bad;
     }
     e->jobs[e->njobs++] = j;
@@ -415,8 +437,10 @@ static int do_register(struct cs_engine *e, const struct cs_msg *m, pid_t peer, 
             j->nofreeze ? ", spans nodes: never frozen" : "");
     snprintf(rep, len, "OK id=%d policy=%s%s", j->id, cs_policy_name(e->policy),
                  cs_policy_shares_cpus(e->policy) ? " shares_cpus=1" : "");
+    s->accepted++;
     return 1;
 bad:
+    s->refused[rf]++;
     snprintf(rep, len, "ERR %s", err);
     return 0;
 }
@@ -675,6 +699,8 @@ static int handle(struct cs_engine *e, struct conn *c)
             snprintf(rep, sizeof rep, "ERR %s is for root (the Slurm plugin) only; you are uid %d\n", m.verb,
                      (int)c->uid);
             REFUSED(srv(e), "socket: refused %s from uid %d (pid %d): not root", m.verb, (int)c->uid, (int)c->pid);
+            if (m.verb[0] == 'r')
+                srv(e)->refused[RF_NOT_ROOT]++;
         } else {
             char r[PATH_MAX + 300];
             changed = m.verb[0] == 'r' ? do_register(e, &m, c->pid, r, sizeof r) : do_deregister(e, &m, r, sizeof r);
@@ -837,6 +863,9 @@ static int host_tidy(struct cs_engine *e)
     int k = 0;
 
     account(e);
+    metrics_sample(e);
+    if (s->metrics && cs_now() - s->metrics_last >= METRICS_EVERY)
+        metrics_write(e, 1);
     for (int i = 0; i < e->njobs; i++) {
         struct cs_job *j = e->jobs[i];
         if (j->state == CS_JOB_LIVE) {
@@ -995,6 +1024,11 @@ static void give_back(const struct sjob *sj, long add)
     sigset_t all;
     sigemptyset(&all);
     sigprocmask(SIG_SETMASK, &all, NULL);
+    /* nothing of the engine's but the log: the guardian must see the engine
+     * gone when it dies, the lock be free when it exits */
+    if (cs_log_copy > 3)
+        close_range(3, (unsigned)cs_log_copy - 1, 0);
+    close_range(cs_log_copy >= 3 ? (unsigned)cs_log_copy + 1 : 3, ~0U, 0);
     snprintf(jid, sizeof jid, "%lu", sj->job);
     char *show[] = { sc, "-o", "show", "job", jid, NULL };
     if (run_capture(show, sj->conf, out, sizeof out) != 0) {
@@ -1077,8 +1111,10 @@ static void account(struct cs_engine *e)
     }
     for (int k = 0; k < s->nsj; k++) {
         struct sjob *sj = &s->sj[k];
-        if (sj->live && allheld[k])
+        if (sj->live && allheld[k]) {
             sj->held += dt;
+            s->held_total += dt;
+        }
         if (sj->child > 0) {
             int st;
             pid_t r = waitpid(sj->child, &st, WNOHANG);
@@ -1095,6 +1131,7 @@ static void account(struct cs_engine *e)
             if (pid > 0) {
                 sj->child = pid;
                 sj->given += (double)add * 60.0;
+                s->given_total += (double)add * 60.0;
                 sj->said = sj->held;
                 sj->last_update = now;
             } else {
@@ -1111,6 +1148,102 @@ static void account(struct cs_engine *e)
     }
     s->nsj = m;
     free(allheld);
+}
+
+/* ------------------------------------------------------------ metrics */
+
+/* The switch that ended since the last call: into the histogram. */
+static void metrics_sample(struct cs_engine *e)
+{
+    struct cs_serve *s = srv(e);
+    uint64_t n = e->switches - s->prev_switches;
+
+    if (n > 0) {
+        double each = (e->switch_us_total - s->prev_switch_us) * 1e-6 / (double)n;
+        int b = 0;
+        while (b < 10 && each > lat_le[b])
+            b++;
+        s->lat_bucket[b] += n;
+        s->lat_n += n;
+        s->lat_sum += each * (double)n;
+    }
+    s->prev_switches = e->switches;
+    s->prev_switch_us = e->switch_us_total;
+}
+
+#define HELP(f, name, type, text) fprintf(f, "# HELP " name " " text "\n# TYPE " name " " type "\n")
+
+/* Write the metrics file (FILE.tmp, then renamed over FILE: a scrape never
+ * sees half of it); up is 0 in the last one, when the engine stops. */
+static void metrics_write(struct cs_engine *e, int up)
+{
+    struct cs_serve *s = srv(e);
+    char tmp[PATH_MAX + 8];
+    int fd, st[3] = { 0, 0, 0 };
+    FILE *f;
+
+    if (!s->metrics)
+        return;
+    s->metrics_last = cs_now();
+    snprintf(tmp, sizeof tmp, "%s.tmp", s->metrics);
+    if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644)) < 0 || !(f = fdopen(fd, "w"))) {
+        cs_warn("--metrics: cannot write %s: %s", tmp, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return;
+    }
+    for (int i = 0; i < e->njobs; i++) {
+        struct cs_job *j = e->jobs[i];
+        if (j->state != CS_JOB_LIVE || !j->served)
+            continue;
+        st[j->frozen ? 2 : hwloc_bitmap_weight(j->cpus) < hwloc_bitmap_weight(cs_job_home(e, j)) ? 1 : 0]++;
+    }
+    HELP(f, "cosched_up", "gauge", "1 while the node engine runs, 0 once it stopped");
+    fprintf(f, "cosched_up %d\n", up);
+    HELP(f, "cosched_steps", "gauge", "Co-scheduled Slurm steps on this node now, by state");
+    fprintf(f, "cosched_steps{state=\"running\"} %d\ncosched_steps{state=\"folded\"} %d\n"
+               "cosched_steps{state=\"frozen\"} %d\n", st[0], st[1], st[2]);
+    HELP(f, "cosched_steps_coscheduled_total", "counter", "Steps taken under co-scheduling since the engine started");
+    fprintf(f, "cosched_steps_coscheduled_total %llu\n", (unsigned long long)s->accepted);
+    HELP(f, "cosched_steps_refused_total", "counter",
+         "Task registrations refused since the engine started, by reason (the step runs without co-scheduling)");
+    for (int r = 0; r < 5; r++)
+        fprintf(f, "cosched_steps_refused_total{reason=\"%s\"} %llu\n", refusal_label[r],
+                (unsigned long long)s->refused[r]);
+    HELP(f, "cosched_job_frozen_seconds", "gauge", "Seconds the job's steps on this node were frozen, summed over steps");
+    for (int k = 0; k < s->nsj; k++)
+        fprintf(f, "cosched_job_frozen_seconds{job=\"%lu\"} %.1f\n", s->sj[k].job, s->sj[k].frozen);
+    HELP(f, "cosched_job_held_seconds", "gauge", "Seconds all of the job's steps on this node were frozen at once");
+    for (int k = 0; k < s->nsj; k++)
+        fprintf(f, "cosched_job_held_seconds{job=\"%lu\"} %.1f\n", s->sj[k].job, s->sj[k].held);
+    HELP(f, "cosched_job_given_seconds", "gauge", "Seconds added to the job's time limit (extend_time)");
+    for (int k = 0; k < s->nsj; k++)
+        fprintf(f, "cosched_job_given_seconds{job=\"%lu\"} %.0f\n", s->sj[k].job, s->sj[k].given);
+    HELP(f, "cosched_held_seconds_total", "counter", "Seconds jobs were held frozen, all jobs");
+    fprintf(f, "cosched_held_seconds_total %.1f\n", s->held_total);
+    HELP(f, "cosched_given_seconds_total", "counter", "Seconds added to jobs' time limits, all jobs");
+    fprintf(f, "cosched_given_seconds_total %.0f\n", s->given_total);
+    HELP(f, "cosched_switch_latency_seconds", "histogram", "Time one switch (freezes, thaws, core moves) took");
+    uint64_t cum = 0;
+    for (int b = 0; b < 11; b++) {
+        cum += s->lat_bucket[b];
+        if (b < 10)
+            fprintf(f, "cosched_switch_latency_seconds_bucket{le=\"%g\"} %llu\n", lat_le[b], (unsigned long long)cum);
+        else
+            fprintf(f, "cosched_switch_latency_seconds_bucket{le=\"+Inf\"} %llu\n", (unsigned long long)cum);
+    }
+    fprintf(f, "cosched_switch_latency_seconds_sum %.6f\ncosched_switch_latency_seconds_count %llu\n", s->lat_sum,
+            (unsigned long long)s->lat_n);
+    HELP(f, "cosched_policy_errors_total", "counter",
+         "Plans the policy failed to make (the fallback plan ran instead) since the engine started");
+    fprintf(f, "cosched_policy_errors_total %d\n", e->nfallbacks);
+    HELP(f, "cosched_rescued_steps_total", "counter",
+         "Steps a previous engine left held or frozen (killed with its guardian) that this engine gave back at start");
+    fprintf(f, "cosched_rescued_steps_total %d\n", s->restored);
+    if (fclose(f) != 0 || rename(tmp, s->metrics) < 0) {
+        cs_warn("--metrics: cannot write %s: %s", s->metrics, strerror(errno));
+        unlink(tmp);
+    }
 }
 
 /* ------------------------------------------------------------ daemon */
@@ -1271,8 +1404,23 @@ int cs_node_serve(const struct cs_node_opts *o)
         if (r < 0)
             goto out;
     }
-    cs_slurm_restore_held();
-    cs_slurm_thaw_leftovers();
+    s.restored = cs_slurm_restore_held();
+    s.restored += cs_slurm_thaw_leftovers();
+    if (o->metrics) {
+        char dir[PATH_MAX];
+        struct stat mst;
+        snprintf(dir, sizeof dir, "%s", o->metrics);
+        char *sl = strrchr(dir, '/');
+        if (sl)
+            *(sl == dir ? sl + 1 : sl) = '\0';
+        /* root writes there: a directory anybody may write is refused */
+        if (stat(sl ? dir : ".", &mst) < 0 || !S_ISDIR(mst.st_mode))
+            BAD("--metrics %s: %s is not a directory", o->metrics, sl ? dir : ".");
+        if ((mst.st_mode & S_IWOTH) || ((mst.st_mode & S_IWGRP) && mst.st_gid != 0))
+            BAD("--metrics %s: its directory %s is writable by others (root does not write there)", o->metrics,
+                sl ? dir : ".");
+        s.metrics = o->metrics;
+    }
     /* policies: the admin's directories, the site's, the installed ones; trusted only */
     for (int i = 0; i < nppath; i++)
         if (cs_path_trusted(ppath[i], why, sizeof why) < 0)
@@ -1351,7 +1499,9 @@ int cs_node_serve(const struct cs_node_opts *o)
         (void)!write(ready[1], "y", 1);
         close(ready[1]);
     }
+    metrics_write(&e, 1);
     status = cs_engine_run(&e);
+    metrics_write(&e, 0);
     cs_info("node engine pid %d stopped; every step was given back to Slurm", (int)getpid());
 out:
     if (s.lfd >= 0) {
