@@ -198,7 +198,7 @@ EOF
     slurm_plugstack start=none bogus=1
     sr -n1 touch marker
     [ "$rc" -ne 0 ]
-    assert_contains "$err" "cosched: plugstack.conf: unknown key 'bogus' (known: default, quantum, allowed, optout, enforce, socket, start, cosched, idle_exit, policydir, timeout, omp_shim, quantum_ms, timeout_ms)"
+    assert_contains "$err" "cosched: plugstack.conf: unknown key 'bogus' (known: default, quantum, allowed, optout, enforce, socket, start, cosched, idle_exit, policydir, timeout, omp_shim, extend_time, quantum_ms, timeout_ms)"
     nothing_launched "$before"
 
     slurm_plugstack start=none enforce=yes

@@ -1105,9 +1105,11 @@ static void account(struct cs_engine *e)
         if (j->frozen) {
             sv->frozen_s += dt;
             sj->frozen += dt;
-        } else {
-            allheld[sj - s->sj] = 0;
         }
+        /* a step Slurm suspended (scontrol suspend) gets that time back
+         * from Slurm itself: not held by the engine then */
+        if (!j->frozen || (sv->nt > 0 && cs_proc_all_stopped(sv->t[0].pid) == 1))
+            allheld[sj - s->sj] = 0;
     }
     for (int k = 0; k < s->nsj; k++) {
         struct sjob *sj = &s->sj[k];

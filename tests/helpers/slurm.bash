@@ -75,7 +75,8 @@
 #   slurm_test_teardown [SECONDS]  an engine test's teardown: kill $BG,
 #                               cancel every job, wait for idle, stop the engine
 #   slurm_step_dir JOB STEP [NODE]  the step's cgroup: v1, its freezer group;
-#                               v2, job_JOB/step_STEP in the node's stepd scope
+#                               v2, job_JOB (or the job's SLUID, 26.05)/step_STEP
+#                               in the node's stepd scope
 
 SLURM_SBIN=${SLURM_SBIN:-/usr/sbin}
 CS_PLUGIN=${CS_PLUGIN:-$COSCHED_BUILDDIR/plugin/cosched.so}
@@ -293,7 +294,13 @@ slurm_engine_stop() {
 
 slurm_step_dir() {
     if [ "${SLURM_CGROUP:-v1}" = v2 ]; then
-        echo "$CGROUP_ROOT/system.slice/${3:-$SLURM_NODE}_slurmstepd.scope/job_$1/step_$2"
+        # job_J, or (Slurm 26.05, CgroupJobIdPaths=no) the job's SLUID
+        local scope=$CGROUP_ROOT/system.slice/${3:-$SLURM_NODE}_slurmstepd.scope sluid
+        if [ ! -d "$scope/job_$1" ]; then
+            sluid=$(scontrol -d -o show job "$1" 2>/dev/null | grep -o 'SLUID=[^ ]*' | cut -d= -f2)
+            [ -z "$sluid" ] || { echo "$scope/$sluid/step_$2"; return; }
+        fi
+        echo "$scope/job_$1/step_$2"
     else
         echo "$CGROUP_ROOT/freezer/slurm_${3:-$SLURM_NODE}/uid_0/job_$1/step_$2"
     fi

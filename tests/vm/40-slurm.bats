@@ -93,14 +93,15 @@ start_steps() {
     done
 }
 
-@test "Slurm 22.05 with cgroup/v2 here: a task sits in job_J/step_S/user/task_* of the node's stepd scope, on its step's cores" {
+@test "Slurm with cgroup/v2 here: a task sits in job_J (or SLUID)/step_S/user/task_* of the node's stepd scope, on its step's cores" {
     run srun -n1 -c2 cat /proc/self/cgroup /proc/self/status
     echo "$output"
     [ "$status" -eq 0 ]
     # (Slurm 22.05 leaves the task in task_special, the group of a step's
     # processes it has no task id for)
-    [[ $output =~ 0::/system.slice/${SLURM_NODE}_slurmstepd.scope/job_([0-9]+)/step_0/user/task_[a-z0-9]+ ]] ||
-        { echo "the task's cgroup is not Slurm's cgroup/v2 layout (want 0::/system.slice/${SLURM_NODE}_slurmstepd.scope/job_J/step_0/user/task_*)" >&2; false; }
+    # (26.05 names the job's directory by its SLUID: s and 13 base32 characters)
+    [[ $output =~ 0::/system.slice/${SLURM_NODE}_slurmstepd.scope/(job_[0-9]+|s[0-9A-Z]{13})/step_0/user/task_[a-z0-9]+ ]] ||
+        { echo "the task's cgroup is not Slurm's cgroup/v2 layout (want 0::/system.slice/${SLURM_NODE}_slurmstepd.scope/job_J or SLUID/step_0/user/task_*)" >&2; false; }
     # two cpus of the eight (ConstrainCores=yes: the step's cpuset)
     [[ $output =~ Cpus_allowed_list:[[:space:]]+([0-9,-]+) ]]
     local cpus=${BASH_REMATCH[1]}
