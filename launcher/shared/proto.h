@@ -32,7 +32,10 @@
  *              the plugin then keeps passive OpenMP waiting, no shim)
  *              cores=LIST (the step's cores on this node, "0-3,8")
  *              [task ntasks nnodes cpus_per_task policy=NAME
- *               opts=K=V,K=V  priority=INT  class=S|C|N  name=STRING]
+ *               opts=K=V,K=V  priority=INT  class=S|C|N  name=STRING
+ *               extend=0|1 (plugstack extend_time: the job's frozen time is
+ *               given back to its time limit)  scontrol=PATH  slurm_conf=PATH
+ *               (the scontrol beside slurmstepd and its SLURM_CONF, for that)]
  *              root only (peer credentials).  Each task of a step registers;
  *              the first one makes the step a cosched job, the others join it.
  *   deregister job step pid        -> OK   root only
