@@ -372,3 +372,36 @@ job_env() {
              exit r >= 1.3 ? 0 : 1
          }' <<<"$steps"
 }
+
+@test "cosched run: a policy sees the shim's reverse channel (job.team, job.last.regions), as the trace does" {
+    requires cosched
+    requires multicore openmp
+    command -v jq >/dev/null || skip "needs jq"
+    [ -x "$PROGS/ompbench" ] || skip "needs $PROGS/ompbench (make check builds it)"
+    mkdir pol
+    # every job alone on every CPU in turn; says what the snapshot held
+    cat > pol/see.lua <<'LUA'
+local rotation = require "cosched.rotation"
+return { api = 1, name = "see", description = "gang, saying what it sees of the shim",
+  plan = function(snap)
+    local info = {}
+    for _, j in ipairs(snap.jobs) do
+      info[j.id] = { team = j.team or -1, regions = j.last and j.last.regions or -1 }
+    end
+    local job = rotation.pick(snap, 1)[1]
+    if not job then return { { jobs = {} } }, nil, info end
+    return { { jobs = { { id = job.id, cpus = snap.cpus } } } }, nil, info
+  end }
+LUA
+    job_env -u LD_PRELOAD OMP_NUM_THREADS=2 -- --policy-path pol --policy see --quantum 100ms --trace t.jsonl \
+        -- "$PROGS/ompbench" -n 300000 ::: "$PROGS/showenv" COSCHED_OMP_PAGE
+    [[ $output == *"COSCHED_OMP_PAGE="[0-9]* ]] || { echo "the job was not told its page"; false; }
+    # the OpenMP job: what the trace says is what the policy saw a step later
+    jq -c 'select(.type == "step") | .jobs[] | select(.id == 1) | [.omp_team, .omp_regions, .policy.team, .policy.regions]' t.jsonl > seen
+    cat seen
+    # some step counted regions, of teams of 2 (it ran alone on both CPUs), and the policy saw them
+    jq -e -s 'map(select(.[1] > 0 and .[0] == 2)) | length > 0' seen
+    jq -e -s 'map(select(.[2] == 2 and .[3] > 0)) | length > 0' seen
+    # the total is every region the program ran
+    [ "$(jq -s 'map(.[1]) | add' seen)" -eq 300000 ]
+}

@@ -363,8 +363,8 @@ static int start_instance(struct cs_engine *e, struct cs_job *j)
         return start_model_instance(e, j);
     if (job_outputs(e, j, &ofd, &efd) < 0)
         return -1;
-    if (e->omp_env && e->omp_shim && j->preloadable)
-        cs_omppage_open(j);
+    if (e->omp_env && e->omp_shim && j->preloadable && !cs_policy_shares_cpus(e->policy))
+        cs_omppage_open(j);   /* the shim's page (omppage.h); child_exec passes it with the shim */
     cs_omppage_reset(j);
     if (pipe2(go, O_CLOEXEC) < 0) {
         cs_err("job %d (%s): cannot create a pipe: %s", j->id, j->name, strerror(errno));

@@ -314,9 +314,21 @@ static void decide_enabled(void)
         map_page();
 }
 
+/* 0 until decided, then 1 (on) or 2 (off): the hot path's one load */
+static _Atomic int decided;
+
+static void decide_once(void)
+{
+    decide_enabled();
+    atomic_store_explicit(&decided, shim_enabled ? 1 : 2, memory_order_release);
+}
+
 static int enabled(void)
 {
-    pthread_once(&once, decide_enabled);
+    int d = atomic_load_explicit(&decided, memory_order_acquire);
+    if (__builtin_expect(d != 0, 1))
+        return d == 1;
+    pthread_once(&once, decide_once);
     return shim_enabled;
 }
 

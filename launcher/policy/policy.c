@@ -2046,7 +2046,7 @@ static void push_job(lua_State *L, struct cs_policy *p, const struct cs_job *j, 
         set_num(L, "wall", j->last_step_wall);
         set_num(L, "cpu", j->last_step_cpu);
         set_int(L, "ncpus", j->last_step_ncpus);
-        if (j->omp)
+        if (j->omp && j->omp_team > 0)   /* only once its shim started a region */
             set_int(L, "regions", j->omp_regions);
         lua_pushboolean(L, j->last_step_ran);
         lua_setfield(L, -2, "ran");
