@@ -63,6 +63,11 @@ valid() {
     assert_contains "$output" "does not allow 0"
     m='"cpu_s":0.1,"metrics":{"ipc":1}'
     refused "'counts_flags' is a dependency of 'metrics'" "${valid_step/\"cpu_s\":0.1/$m}"
+    # the OpenMP page's reverse channel: both or neither, bounded
+    printf '%s\n' "${valid_step/\"cpu_s\":0.1/\"cpu_s\":0.1,\"omp_team\":2,\"omp_regions\":1234}" > omp.jsonl
+    valid omp.jsonl
+    refused "'omp_regions' is a dependency of 'omp_team'" "${valid_step/\"cpu_s\":0.1/\"cpu_s\":0.1,\"omp_team\":2}"
+    refused "70000 is greater than the maximum of 65536" "${valid_step/\"cpu_s\":0.1/\"cpu_s\":0.1,\"omp_team\":70000,\"omp_regions\":1}"
     refused "not JSON" '{"type":"step",'
 }
 

@@ -103,7 +103,8 @@ requires_f()    { requires multicore; [ -x "$F_PROG" ] || skip "needs $F_PROG: g
         [[ $exports == *" T $s"* ]] || { echo "$SHIM does not define $s, which $gomp exports"; false; }
     done
     # only the entry points: no helper leaks into the program's namespace
-    others=$(awk '$2 == "T" && $3 !~ /^(GOMP_parallel|omp_get_max_threads|__kmpc_)/ {print $3}' <<<"$exports")
+    # (and the program's own affinity calls, which the shim must notice)
+    others=$(awk '$2 == "T" && $3 !~ /^(GOMP_parallel|omp_get_max_threads|__kmpc_|sched_setaffinity$|pthread_setaffinity_np$)/ {print $3}' <<<"$exports")
     assert_equal "$others" "" "other exported functions"
     run ldd "$SHIM"
     echo "$output"
@@ -149,9 +150,10 @@ requires_f()    { requires multicore; [ -x "$F_PROG" ] || skip "needs $F_PROG: g
         OMP_DYNAMIC=$v OMP_NUM_THREADS=2 run_prog "$C_PROG" -p 1
         check_teams fixed 2 1 "$C_REGIONS"
     done
-    # explicitly on: the shim works
-    COSCHED_OMP=on OMP_NUM_THREADS=2 run_prog "$C_PROG" -p 1
-    check_teams shim 2 1 "$C_REGIONS"
+    # explicitly on: the shim works (on 2 CPUs first: a call site's first
+    # region, of unknown length, gets the full team)
+    COSCHED_OMP=on OMP_NUM_THREADS=2 run_prog "$C_PROG" -p 2,1
+    check_teams shim 2 2 "$C_REGIONS"
 }
 
 @test "C, libgomp: COSCHED_OMP=bogus says so once on stderr and leaves the teams alone" {
@@ -193,16 +195,52 @@ requires_f()    { requires multicore; [ -x "$F_PROG" ] || skip "needs $F_PROG: g
     check_teams fixed 2 3 "$F_REGIONS"
 }
 
-@test "an OpenMP library dlopen()ed with RTLD_LOCAL by a program that is not OpenMP: its region is resized too" {
+@test "an OpenMP library dlopen()ed with RTLD_LOCAL by a program that is not OpenMP: its region is resized too (once its length is known)" {
     requires multicore openmp
     lib=$PROGS/libompdl.so
     [ -f "$lib" ] && [ -x "$PROGS/ompdl" ] || skip "needs $lib and $PROGS/ompdl (make check builds them)"
     one=$(first_cpus 1)
-    # libgomp is outside the global scope: the shim finds it by name (RTLD_NOLOAD)
+    # libgomp is outside the global scope: the shim finds it by name (RTLD_NOLOAD);
+    # the first region of a call site is of unknown length: the full team
     OMP_NUM_THREADS=2 run_prog taskset -c "$one" "$PROGS/ompdl" "$lib"
-    assert_equal "$output" "team=1 sum=ok" "region on 1 CPU with the shim"
+    assert_equal "$output" "team=2,1 sum=ok" "two regions on 1 CPU with the shim"
     NOSHIM=1 OMP_NUM_THREADS=2 run_prog taskset -c "$one" "$PROGS/ompdl" "$lib"
-    assert_equal "$output" "team=2 sum=ok" "region on 1 CPU without the shim"
+    assert_equal "$output" "team=2,2 sum=ok" "two regions on 1 CPU without the shim"
+}
+
+# sched_getaffinity calls of `ompbench ARGS` under strace: $count, and $wall_ms, the regions' wall time
+count_getaffinity() {
+    run --separate-stderr env OMP_NUM_THREADS=2 LD_PRELOAD="$SHIM" \
+        strace --seccomp-bpf -f -qq -e trace=sched_getaffinity -o "$BATS_TEST_TMPDIR/strace.out" "$PROGS/ompbench" "$@"
+    echo "ompbench $* -> status $status: $output"
+    echo "stderr: $stderr"
+    [ "$status" -eq 0 ]
+    count=$(grep -c 'sched_getaffinity(' "$BATS_TEST_TMPDIR/strace.out")
+    wall_ms=$(awk '/^regions=/ { split($1, r, "="); split($3, t, "="); printf "%d", r[2] * t[2] / 1e6 + 1 }' <<<"$output")
+    echo "sched_getaffinity: $count calls in $wall_ms ms of regions"
+}
+
+@test "no system call per region: with a page the affinity is re-read when the generation moves (or after 100 ms), without one once per clock tick" {
+    requires multicore openmp
+    command -v strace >/dev/null || skip "needs strace"
+    [ -x "$PROGS/ompbench" ] || skip "needs $PROGS/ompbench (make check builds it)"
+    # with a page whose generation never moves: one read per thread, then one per 100 ms
+    count_getaffinity -P -n 20000
+    [[ $output == *"page team=2 regions=20000"* ]] || { echo "the reverse channel did not count 20000 regions of 2"; false; }
+    [ "$count" -le $((wall_ms / 100 + 10)) ] || { echo "$count reads: more than one per 100 ms"; false; }
+    [ "$count" -lt 2000 ]
+    # without a page: at most one read per millisecond
+    count_getaffinity -n 20000
+    [ "$count" -le $((wall_ms + 10)) ] || { echo "$count reads: more than one per ms"; false; }
+}
+
+@test "the program's own sched_setaffinity is seen by its next region at once, with a page and without" {
+    requires multicore openmp
+    [ -x "$PROGS/ompbench" ] || skip "needs $PROGS/ompbench (make check builds it)"
+    for page in -P ""; do
+        OMP_NUM_THREADS=2 run_prog "$PROGS/ompbench" $page -a -n 10
+        [[ $output == *"own-move cpus=1 team=1"* ]] || { echo "after its own move to 1 CPU the next region had more than 1 thread ($page)"; false; }
+    done
 }
 
 @test "programs that are not OpenMP run under the shim exactly as without it" {
@@ -303,4 +341,67 @@ job_env() {
     done
     job_env -u LD_PRELOAD OMP_NUM_THREADS=2 -- --policy tft --quantum 200ms --omp-shim off -- "$C_PROG" -l 1 ::: "$C_PROG" -l 1
     assert_equal "$(grep -c '^teams: 2=[0-9]* regions=[0-9]* ok$' <<<"$output")" 2 "jobs with only 2-thread teams without the shim"
+}
+
+@test "cosched run: a long region that starts folded keeps its full team and uses both cores once the job gets the node" {
+    requires cosched
+    requires multicore openmp
+    command -v jq >/dev/null || skip "needs jq"
+    [ -x "$PROGS/ompbench" ] || skip "needs $PROGS/ompbench (make check builds it)"
+    # tft folds the long job onto one core beside the spinner; when the
+    # spinner ends the long job holds both cores for its region's rest
+    job_env -u LD_PRELOAD OMP_NUM_THREADS=2 -- --policy tft --quantum 200ms --trace "$BATS_TEST_TMPDIR/trace" \
+        -- "$PROGS/ompbench" -k long -s 3.5 ::: "$PROGS/spin" -t 1 -w 1.2
+    [[ $output == *"regions=1 team=2 "* ]] || { echo "the long region did not have 2 threads"; false; }
+    # its steps: cores held, wall, CPU time, the team the page reported
+    steps=$(jq -r 'select(.type == "step") | (.end - .start) as $w | .jobs[] | select(.id == 1)
+                   | "\(.cpus) \($w) \(.cpu_s) \(.omp_team)"' "$BATS_TEST_TMPDIR/trace")
+    echo "$steps"
+    # it started folded, with the full team (the page says so)
+    [ "$(awk '$1 !~ /[-,]/ && $4 == 2' <<<"$steps" | wc -l)" -ge 1 ] || { echo "no folded step with a team of 2"; false; }
+    # CPU time per wall second on two cores against on one, over the
+    # region's middle (not its first or last step): a team of 1 gives about
+    # 1, a team of 2 about 2 (a busy machine slows both alike)
+    awk '{ n++; c[n] = $1; w[n] = $2; u[n] = $3 }
+         END {
+             for (i = 2; i < n; i++)
+                 if (c[i] ~ /[-,]/) { w2 += w[i]; u2 += u[i] } else { w1 += w[i]; u1 += u[i] }
+             if (w1 <= 0 || w2 <= 0) { print "no folded or no unfolded step"; exit 1 }
+             r = (u2 / w2) / (u1 / w1)
+             printf "folded: %.2f cpu-s per s; on the node: %.2f; ratio %.2f (want >= 1.3)\n", u1 / w1, u2 / w2, r
+             exit r >= 1.3 ? 0 : 1
+         }' <<<"$steps"
+}
+
+@test "cosched run: a policy sees the shim's reverse channel (job.team, job.last.regions), as the trace does" {
+    requires cosched
+    requires multicore openmp
+    command -v jq >/dev/null || skip "needs jq"
+    [ -x "$PROGS/ompbench" ] || skip "needs $PROGS/ompbench (make check builds it)"
+    mkdir pol
+    # every job alone on every CPU in turn; says what the snapshot held
+    cat > pol/see.lua <<'LUA'
+local rotation = require "cosched.rotation"
+return { api = 1, name = "see", description = "gang, saying what it sees of the shim",
+  plan = function(snap)
+    local info = {}
+    for _, j in ipairs(snap.jobs) do
+      info[j.id] = { team = j.team or -1, regions = j.last and j.last.regions or -1 }
+    end
+    local job = rotation.pick(snap, 1)[1]
+    if not job then return { { jobs = {} } }, nil, info end
+    return { { jobs = { { id = job.id, cpus = snap.cpus } } } }, nil, info
+  end }
+LUA
+    job_env -u LD_PRELOAD OMP_NUM_THREADS=2 -- --policy-path pol --policy see --quantum 100ms --trace t.jsonl \
+        -- "$PROGS/ompbench" -n 300000 ::: "$PROGS/showenv" COSCHED_OMP_PAGE
+    [[ $output == *"COSCHED_OMP_PAGE="[0-9]* ]] || { echo "the job was not told its page"; false; }
+    # the OpenMP job: what the trace says is what the policy saw a step later
+    jq -c 'select(.type == "step") | .jobs[] | select(.id == 1) | [.omp_team, .omp_regions, .policy.team, .policy.regions]' t.jsonl > seen
+    cat seen
+    # some step counted regions, of teams of 2 (it ran alone on both CPUs), and the policy saw them
+    jq -e -s 'map(select(.[1] > 0 and .[0] == 2)) | length > 0' seen
+    jq -e -s 'map(select(.[2] == 2 and .[3] > 0)) | length > 0' seen
+    # the total is every region the program ran
+    [ "$(jq -s 'map(.[1]) | add' seen)" -eq 300000 ]
 }

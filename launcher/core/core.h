@@ -213,6 +213,12 @@ struct cs_job {
     int nofreeze;
     void *served;
     struct json_t *policy_info;    /* jansson's json_t (core/json.h) */
+    /* its OpenMP page (engine/omppage.c; NULL: none) and what its shim wrote
+     * there by the end of the last step: the outermost team it last started
+     * (0: none yet), the outermost regions completed in the step */
+    void *omp;
+    int omp_team;
+    long long omp_regions;
 };
 
 /* Job file: see cosched(1) JOB FILES.  Returns number of jobs appended or -1

@@ -50,6 +50,7 @@
 #include "counters/counters.h"
 #include "policy/policy.h"
 #include "shared/ompinject.h"
+#include "engine/omppage.h"
 #include "core/json.h"
 
 /* The run's host (engine.h, struct cs_host_ops): a model in virtual time, or
@@ -290,6 +291,7 @@ static void child_exec(struct cs_engine *e, struct cs_job *j, int gofd, int ofd,
             cs_omp_env_allows(get_env, NULL) &&
             cs_preload_value(e->omp_shim, getenv("LD_PRELOAD"), pre, sizeof pre)) {
             setenv("LD_PRELOAD", pre, 1);
+            cs_omppage_exec(j);
 #if !defined(__x86_64__)
             /* the shim resizes libomp's teams on x86-64 only (cosched-omp.c) */
             set_default_env("KMP_BLOCKTIME", "0", 0);
@@ -361,6 +363,9 @@ static int start_instance(struct cs_engine *e, struct cs_job *j)
         return start_model_instance(e, j);
     if (job_outputs(e, j, &ofd, &efd) < 0)
         return -1;
+    if (e->omp_env && e->omp_shim && j->preloadable && !cs_policy_shares_cpus(e->policy))
+        cs_omppage_open(j);   /* the shim's page (omppage.h); child_exec passes it with the shim */
+    cs_omppage_reset(j);
     if (pipe2(go, O_CLOEXEC) < 0) {
         cs_err("job %d (%s): cannot create a pipe: %s", j->id, j->name, strerror(errno));
         goto fail_out;
@@ -583,6 +588,7 @@ static double do_switch(struct cs_engine *e, const struct cs_plan_step *st, int 
             (pj->mems && !hwloc_bitmap_iszero(pj->mems) && !hwloc_bitmap_isequal(j->mems, pj->mems))) {
             if (e->ctl->set_cpus(e, j, want, pj->mems) == 0) {
                 hwloc_bitmap_copy(j->cpus, want);
+                cs_omppage_bump(j);
                 if (pj->mems && !hwloc_bitmap_iszero(pj->mems))
                     hwloc_bitmap_copy(j->mems, pj->mems);
             }
@@ -615,8 +621,10 @@ static void unleash_all(struct cs_engine *e)
         if (j->state != CS_JOB_LIVE)
             continue;
         hwloc_const_bitmap_t home = cs_job_home(e, j);
-        if (!hwloc_bitmap_isequal(j->cpus, home) && e->ctl->set_cpus(e, j, home, e->all_mems) == 0)
+        if (!hwloc_bitmap_isequal(j->cpus, home) && e->ctl->set_cpus(e, j, home, e->all_mems) == 0) {
             hwloc_bitmap_copy(j->cpus, home);
+            cs_omppage_bump(j);
+        }
         if (j->frozen && e->ctl->thaw(e, j) == 0)
             j->frozen = 0;
     }
@@ -709,6 +717,7 @@ static void step_end(struct cs_engine *e, struct stepstate *ss, const int *was_l
         j->fresh = 0;
         j->last_step_ran = ss->run[i] && !frozen_now;
         cs_job_stepped(j, j->last_step_ran, now);
+        cs_omppage_step(j);
         if (e->trace) {
             /* the cpus of the step: an instance that ended in it may have been unconfined since */
             char *c = cs_bitmap_list(ss->run[i] > 0 && ss->st && !j->allowed ? ss->st->jobs[ss->run[i] - 1].cpus
@@ -723,6 +732,7 @@ static void step_end(struct cs_engine *e, struct stepstate *ss, const int *was_l
                                   c, "cpu_s", cs_json_fixed(cpu, 6));
             if (o) {
                 trace_metrics(e, j, o);
+                cs_omppage_trace(j, o);
                 if (j->policy_info)   /* plan()'s third value for this epoch (an object) */
                     json_object_set(o, "policy", j->policy_info);
                 json_array_append_new(jobs, o);
@@ -890,8 +900,10 @@ static void instance_end(struct cs_engine *e, struct runstate *rs, struct cs_job
     if (j->frozen && e->ctl->thaw(e, j) == 0)
         j->frozen = 0;
     if (!hwloc_bitmap_isequal(j->cpus, cs_job_home(e, j)) &&
-        e->ctl->set_cpus(e, j, cs_job_home(e, j), e->all_mems) == 0)
+        e->ctl->set_cpus(e, j, cs_job_home(e, j), e->all_mems) == 0) {
         hwloc_bitmap_copy(j->cpus, cs_job_home(e, j));
+        cs_omppage_bump(j);
+    }
     j->frozen = 0;
     if (job_still_restartable(e, rs) && !(j->failed && !ok) && !was_stopped) {
         j->state = CS_JOB_WAITING;
@@ -1312,6 +1324,7 @@ release:
         }
         e->cnt->job_release(e, j);
         e->ctl->job_release(e, j);
+        cs_omppage_close(j);
     }
     e->ctl->fini(e);
     e->cnt->fini(e);

@@ -18,7 +18,36 @@
  * where the nthreads ICV is what the user asked for (OMP_NUM_THREADS,
  * omp_set_num_threads) or the runtime's default, read from the runtime itself
  * (its own omp_get_max_threads), never cached.  When the CPUs are not fewer
- * than the ICV the call is forwarded unchanged.  A region with a num_threads
+ * than the ICV the call is forwarded unchanged.
+ *
+ * Long regions (issue 26).  A team formed on few CPUs keeps its size for the
+ * region's whole life, however many CPUs the job gets meanwhile.  So for the
+ * libgomp entry points that run a whole region (GOMP_parallel*, not the old
+ * *_start ones) the shim times each outermost region on the coarse clock and
+ * keeps, per call site (the fn pointer; a table of 512), whether the last
+ * one lasted LONG_MS (100 ms) or more.  A long call site, and one not seen
+ * yet (unknown length), gets the ICV even on fewer CPUs; a short one gets the
+ * min() above.  libomp's regions (the stub below jumps, it cannot time) and
+ * the old ABI are sized by the min() always.
+ *
+ * CPUs held, without a system call per region (issue 26).  cosched gives each
+ * job a page (shared/omppage.h: a sealed memfd named in COSCHED_OMP_PAGE)
+ * whose generation it bumps after every change of the job's CPUs.  Each
+ * thread caches its CPU count and re-reads it (sched_getaffinity) only when
+ * the generation moved, when the program called sched_setaffinity or
+ * pthread_setaffinity_np itself (both wrapped: they bump a counter), or after
+ * PAGE_REVALIDATE_MS (100 ms: changes cosched did not make, taskset from
+ * outside).  Without a page (a program run outside cosched, a Slurm step) the
+ * count is re-read at most once per millisecond of CLOCK_MONOTONIC_COARSE,
+ * i.e. once per kernel tick.  A team's size (short call sites) therefore
+ * changes at most once per change of CPUs.
+ *
+ * The reverse channel.  With a page the shim writes into it the outermost
+ * team size it last asked for (a region with a num_threads clause: that
+ * count) and counts outermost regions completed (libomp and the old ABI:
+ * begun); cosched reads both at the end of each step (job.team,
+ * job.last.regions, cosched-policy(7)).  Loop chunks are not counted: they
+ * would cost a wrapper around every GOMP_loop_*_next.  A region with a num_threads
  * clause, a nested region (level > 0; `if(false)` regions count as levels),
  * and a process that never enters OpenMP are left exactly as they are.
  * The runtime still applies its own limits (dyn-var, thread-limit-var,
@@ -94,21 +123,23 @@
  * whose runtime is linked statically.  That is why cosched keeps
  * OMP_WAIT_POLICY=passive where the shim cannot apply (cosched(1)).
  *
- * Thread safety.  The only shared state is the opt-out decision (pthread_once)
- * and the addresses of the real functions (atomic pointers: two threads that
- * resolve one at the same time store the same value).  The promise of
+ * Thread safety.  The shared state is the opt-out decision and the page
+ * (pthread_once), the addresses of the real functions (atomic pointers: two
+ * threads that resolve one at the same time store the same value), the call
+ * site table (atomic words: a site is claimed by compare-and-swap, its kind
+ * stored whole) and the affinity counter (atomic).  The CPU count cache, the promise of
  * omp_get_max_threads() and the "num_threads was pushed" mark of libomp are
  * thread-local.  Any thread may start outermost regions (each pthread is its
  * own contention group); each is sized by its own affinity mask.
  *
- * Cost per region.  Nothing is measured.  A region with a num_threads clause
- * costs one comparison (libomp: one TLS read), a nested one one call into the
- * runtime (omp_get_level).  An outermost region without a clause adds one call to the
- * runtime's omp_get_max_threads and one system call, sched_getaffinity(2) on
- * the calling thread (a copy of the kernel's cpumask, no lock); when that
- * gives fewer CPUs than the ICV, one call to omp_get_proc_bind and, for
- * libomp, __kmpc_global_thread_num and __kmpc_push_num_threads.  Small next to
- * the wake-up of a team (futexes), which every region pays anyway.
+ * Cost per region (BENCHMARKS.md section 12 measures it).  A nested region
+ * costs one call into the runtime (omp_get_level).  An outermost region adds
+ * a call to the runtime's omp_get_max_threads, two reads of the coarse clock
+ * (vDSO), a probe of the call site table, an acquire load of the page's
+ * generation and, with a page, one relaxed atomic add (regions); when the
+ * CPUs are fewer than the ICV, one call to omp_get_proc_bind and, for libomp,
+ * __kmpc_global_thread_num and __kmpc_push_num_threads.  No system call but
+ * when the cached count must be re-read (above).
  *
  * Installed as $(pkglibdir)/libcosched-omp.so: a private object loaded by
  * path (LD_PRELOAD), not a library anything links with, so not in $(libdir).
@@ -118,14 +149,20 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 #include "../shared/envword.h"   /* a static function: nothing exported */
+#include "../shared/omppage.h"
 
 #define CS_EXPORT __attribute__((visibility("default")))
 #define CS_HIDDEN __attribute__((visibility("hidden")))
@@ -140,6 +177,7 @@ enum real_fn {
     R_LOOP_STATIC_START, R_LOOP_DYNAMIC_START, R_LOOP_GUIDED_START, R_LOOP_RUNTIME_START,
     R_SECTIONS, R_SECTIONS_START,
     R_KMPC_FORK_CALL, R_KMPC_PUSH_NUM_THREADS, R_KMPC_SERIALIZED, R_KMPC_GTID,
+    R_SCHED_SETAFFINITY, R_PTHREAD_SETAFFINITY,
     R_COUNT
 };
 
@@ -169,6 +207,8 @@ static const char *const real_name[R_COUNT] = {
     [R_KMPC_PUSH_NUM_THREADS] = "__kmpc_push_num_threads",
     [R_KMPC_SERIALIZED] = "__kmpc_serialized_parallel",
     [R_KMPC_GTID] = "__kmpc_global_thread_num",
+    [R_SCHED_SETAFFINITY] = "sched_setaffinity",
+    [R_PTHREAD_SETAFFINITY] = "pthread_setaffinity_np",
 };
 
 static void *_Atomic real_ptr[R_COUNT];
@@ -211,6 +251,43 @@ static void *need(enum real_fn f)
     return p;
 }
 
+/* ---------------------------------------------------------------- the page */
+
+/* The job's page (shared/omppage.h), when cosched gave one: mapped once,
+ * before the first region (decide_enabled), never unmapped. */
+static struct cs_omppage *page;
+
+static void map_page(void)
+{
+    const char *v = getenv(CS_OMPPAGE_ENV);
+    char *end, path[64], link[128];
+    struct stat st;
+    if (v == NULL || *v == '\0')
+        return;
+    long fd = strtol(v, &end, 10);
+    if (*end != '\0' || fd < 0 || fd > 1 << 20)
+        return;
+    /* only cosched's memfd: a descriptor of that number may be anything in a
+     * process that inherited the environment but not the descriptor */
+    snprintf(path, sizeof path, "/proc/self/fd/%ld", fd);
+    ssize_t n = readlink(path, link, sizeof link - 1);
+    if (n <= 0)
+        return;
+    link[n] = '\0';
+    if (strncmp(link, "/memfd:" CS_OMPPAGE_NAME, strlen("/memfd:" CS_OMPPAGE_NAME)) != 0 ||
+        fstat((int)fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < (off_t)CS_OMPPAGE_SIZE)
+        return;
+    void *p = mmap(NULL, CS_OMPPAGE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, (int)fd, 0);
+    if (p == MAP_FAILED)
+        return;
+    struct cs_omppage *pg = p;
+    if (pg->magic != CS_OMPPAGE_MAGIC || pg->version != CS_OMPPAGE_VERSION) {
+        munmap(p, CS_OMPPAGE_SIZE);
+        return;
+    }
+    page = pg;
+}
+
 /* ---------------------------------------------------------------- opt-out */
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -233,15 +310,31 @@ static void decide_enabled(void)
     v = getenv("OMP_DYNAMIC");
     if (v && cs_env_word(v, dyn_false))
         shim_enabled = 0;
+    if (shim_enabled)
+        map_page();
+}
+
+/* 0 until decided, then 1 (on) or 2 (off): the hot path's one load */
+static _Atomic int decided;
+
+static void decide_once(void)
+{
+    decide_enabled();
+    atomic_store_explicit(&decided, shim_enabled ? 1 : 2, memory_order_release);
 }
 
 static int enabled(void)
 {
-    pthread_once(&once, decide_enabled);
+    int d = atomic_load_explicit(&decided, memory_order_acquire);
+    if (__builtin_expect(d != 0, 1))
+        return d == 1;
+    pthread_once(&once, decide_once);
     return shim_enabled;
 }
 
-/* ---------------------------------------------------------------- the rule */
+/* ---------------------------------------------------------------- CPUs held, cached */
+
+#define CS_TLS __attribute__((tls_model("initial-exec")))
 
 /* CPUs in the calling thread's affinity mask; 0 when unknown (more than 8192
  * CPUs, or the call is refused): then nothing is resized. */
@@ -257,8 +350,93 @@ static unsigned cpus_now(void)
     return n;
 }
 
+/* milliseconds on the coarse clock (the vDSO: no system call; it moves once
+ * a kernel tick, 1-10 ms) */
+static inline uint64_t coarse_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* bumped after each of the program's own affinity calls (below) */
+static _Atomic unsigned aff_epoch;
+
+/* With a page, a count is also re-read after this many ms: a change of the
+ * CPUs that cosched did not make (taskset from outside) shows within it. */
+#define PAGE_REVALIDATE_MS 100
+
+/* The last count of this thread, and what it was read under: the page's
+ * generation (0 without a page), aff_epoch, the coarse millisecond. */
+static _Thread_local CS_TLS struct { uint64_t gen, ms; unsigned epoch, cpus; int valid; } aff;
+
+/* cpus_now(), re-read only when the engine changed the job's CPUs since
+ * (the page's generation moved), when the program changed an affinity
+ * itself, or once the coarse clock (now_ms) moved past the cached read: by
+ * PAGE_REVALIDATE_MS with a page, by 1 ms (a tick) without. */
+static unsigned cpus_cached(uint64_t now_ms)
+{
+    uint64_t gen = page ? atomic_load_explicit((_Atomic uint64_t *)&page->gen, memory_order_acquire) : 0;
+    unsigned epoch = atomic_load_explicit(&aff_epoch, memory_order_acquire);
+    if (aff.valid && aff.gen == gen && aff.epoch == epoch && now_ms - aff.ms < (page ? PAGE_REVALIDATE_MS : 1))
+        return aff.cpus;
+    aff.cpus = cpus_now();
+    aff.gen = gen;
+    aff.epoch = epoch;
+    aff.ms = now_ms;
+    aff.valid = 1;
+    return aff.cpus;
+}
+
+CS_EXPORT int sched_setaffinity(pid_t pid, size_t size, const cpu_set_t *set)
+{
+    int (*f)(pid_t, size_t, const cpu_set_t *) = need(R_SCHED_SETAFFINITY);
+    int r = f(pid, size, set);
+    atomic_fetch_add_explicit(&aff_epoch, 1, memory_order_release);
+    return r;
+}
+
+CS_EXPORT int pthread_setaffinity_np(pthread_t t, size_t size, const cpu_set_t *set)
+{
+    int (*f)(pthread_t, size_t, const cpu_set_t *) = need(R_PTHREAD_SETAFFINITY);
+    int r = f(t, size, set);
+    atomic_fetch_add_explicit(&aff_epoch, 1, memory_order_release);
+    return r;
+}
+
+/* ---------------------------------------------------------------- call sites */
+
+/* What the shim learned of the regions of each call site (the fn passed to
+ * GOMP_parallel*): the last one's length, long or short.  Open addressing,
+ * lock-free (two threads that learn the same site at once store the same
+ * kind of value); a full table leaves new sites unknown... as short. */
+#define SITES 512
+#define SITE_PROBES 8
+#define LONG_MS 100     /* a region of this many ms or more is long (cosched(1)) */
+enum { SITE_UNKNOWN, SITE_SHORT, SITE_LONG };
+static struct site { _Atomic uintptr_t fn; _Atomic unsigned char kind; } sites[SITES];
+
+static struct site *site_of(const void *fn)
+{
+    uintptr_t key = (uintptr_t)fn;
+    size_t h = (size_t)((key >> 4) * 0x9E3779B97F4A7C15ULL >> 55) % SITES;
+    for (int i = 0; i < SITE_PROBES; i++, h = (h + 1) % SITES) {
+        uintptr_t cur = atomic_load_explicit(&sites[h].fn, memory_order_relaxed);
+        if (cur == key)
+            return &sites[h];
+        if (cur == 0) {
+            if (atomic_compare_exchange_strong_explicit(&sites[h].fn, &cur, key, memory_order_relaxed,
+                                                        memory_order_relaxed) || cur == key)
+                return &sites[h];
+        }
+    }
+    return NULL;
+}
+
+/* ---------------------------------------------------------------- the rule */
+
 /* what omp_get_max_threads() last told this thread at level 0 */
-static _Thread_local struct { int valid; unsigned n, icv; } promise;
+static _Thread_local CS_TLS struct { int valid; unsigned n, icv; } promise;
 
 static int at_level0(void)
 {
@@ -266,10 +444,10 @@ static int at_level0(void)
     return get_level && get_level() == 0;
 }
 
-/* The team size the rule gives now, given the ICV; icv when not fewer. */
-static unsigned rule(unsigned icv)
+/* The team size for CPUs held now, given the ICV; icv when not fewer. */
+static unsigned rule(unsigned icv, uint64_t now_ms)
 {
-    unsigned cpus = cpus_now();
+    unsigned cpus = cpus_cached(now_ms);
     if (cpus == 0 || cpus >= icv)
         return icv;
     int (*proc_bind)(void) = real(R_GET_PROC_BIND);
@@ -278,24 +456,75 @@ static unsigned rule(unsigned icv)
     return cpus;
 }
 
-/* For a new region whose num_threads argument is `asked` (0: no clause): the
- * num_threads to pass on, `asked` itself when the shim has nothing to do. */
-static unsigned team_for(unsigned asked)
+/* One outermost region as the shim sees it: its site (NULL: not learned)
+ * and when it began (coarse ms); outer: it is outermost (level 0). */
+struct region { struct site *site; uint64_t t0; int outer; };
+
+static void publish_team(unsigned n)
 {
-    if (asked != 0 || !enabled() || !at_level0())
+    if (page && atomic_load_explicit((_Atomic uint32_t *)&page->team, memory_order_relaxed) != n)
+        atomic_store_explicit((_Atomic uint32_t *)&page->team, n, memory_order_relaxed);
+}
+
+/* For a new region of fn (NULL: lengths are not learned for this entry
+ * point) whose num_threads argument is `asked` (0: no clause): the
+ * num_threads to pass on, `asked` itself when the shim has nothing to do. */
+static unsigned region_begin(struct region *r, const void *fn, unsigned asked)
+{
+    r->site = NULL;
+    r->outer = 0;
+    if (!enabled() || !at_level0())
         return asked;
+    r->outer = 1;
+    if (asked != 0) {
+        publish_team(asked);
+        return asked;
+    }
     int (*max_threads)(void) = real(R_GET_MAX_THREADS);
     if (!max_threads)
         return asked;
     int icv_i = max_threads();
     unsigned icv = icv_i > 0 ? (unsigned)icv_i : 1;
     unsigned n;
+    r->t0 = coarse_ms();
+    if (fn)
+        r->site = site_of(fn);
     if (promise.valid && promise.icv == icv)
         n = promise.n;
-    else
-        n = rule(icv);
+    else {
+        n = rule(icv, r->t0);
+        /* a long region, or one of unknown length, starts with the full
+         * team: it may get the cores back before it ends */
+        if (n < icv && r->site &&
+            atomic_load_explicit(&r->site->kind, memory_order_relaxed) != SITE_SHORT)
+            n = icv;
+    }
     promise.valid = 0;
+    publish_team(n);
     return n < icv ? n : 0;
+}
+
+static void region_end(struct region *r)
+{
+    if (!r->outer)
+        return;
+    if (page)
+        atomic_fetch_add_explicit((_Atomic uint64_t *)&page->regions, 1, memory_order_relaxed);
+    if (r->site) {
+        unsigned char kind = coarse_ms() - r->t0 >= LONG_MS ? SITE_LONG : SITE_SHORT;
+        if (atomic_load_explicit(&r->site->kind, memory_order_relaxed) != kind)
+            atomic_store_explicit(&r->site->kind, kind, memory_order_relaxed);
+    }
+}
+
+/* the old ABI's regions (GOMP_parallel*_start): they end in
+ * GOMP_parallel_end, not here; sized by the CPUs held, counted as begun */
+static unsigned team_for(unsigned asked)
+{
+    struct region r;
+    unsigned n = region_begin(&r, NULL, asked);
+    region_end(&r);
+    return n;
 }
 
 static int max_threads_via(enum real_fn f)
@@ -305,7 +534,7 @@ static int max_threads_via(enum real_fn f)
     if (icv_i <= 0 || !enabled() || !at_level0())
         return icv_i;
     unsigned icv = (unsigned)icv_i;
-    unsigned n = rule(icv);
+    unsigned n = rule(icv, coarse_ms());
     promise.valid = 1;
     promise.n = n;
     promise.icv = icv;
@@ -331,13 +560,18 @@ typedef void (*gomp_fn)(void *);
 CS_EXPORT void GOMP_parallel(gomp_fn fn, void *data, unsigned num_threads, unsigned flags)
 {
     void (*f)(gomp_fn, void *, unsigned, unsigned) = need(R_PARALLEL);
-    f(fn, data, team_for(num_threads), flags);
+    struct region r;
+    f(fn, data, region_begin(&r, (const void *)fn, num_threads), flags);
+    region_end(&r);
 }
 
 CS_EXPORT unsigned GOMP_parallel_reductions(gomp_fn fn, void *data, unsigned num_threads, unsigned flags)
 {
     unsigned (*f)(gomp_fn, void *, unsigned, unsigned) = need(R_PARALLEL_REDUCTIONS);
-    return f(fn, data, team_for(num_threads), flags);
+    struct region r;
+    unsigned ret = f(fn, data, region_begin(&r, (const void *)fn, num_threads), flags);
+    region_end(&r);
+    return ret;
 }
 
 CS_EXPORT void GOMP_parallel_start(gomp_fn fn, void *data, unsigned num_threads)
@@ -352,7 +586,10 @@ CS_EXPORT void GOMP_parallel_start(gomp_fn fn, void *data, unsigned num_threads)
                         long incr, long chunk, unsigned flags)                             \
     {                                                                                      \
         void (*f)(gomp_fn, void *, unsigned, long, long, long, long, unsigned) = need(id); \
-        f(fn, data, team_for(num_threads), start, end, incr, chunk, flags);                \
+        struct region r;                                                                   \
+        f(fn, data, region_begin(&r, (const void *)fn, num_threads), start, end, incr,     \
+          chunk, flags);                                                                   \
+        region_end(&r);                                                                    \
     }
 /* schedule(runtime): no chunk size */
 #define CS_LOOP_RUNTIME(name, id)                                                          \
@@ -360,7 +597,10 @@ CS_EXPORT void GOMP_parallel_start(gomp_fn fn, void *data, unsigned num_threads)
                         long incr, unsigned flags)                                         \
     {                                                                                      \
         void (*f)(gomp_fn, void *, unsigned, long, long, long, unsigned) = need(id);       \
-        f(fn, data, team_for(num_threads), start, end, incr, flags);                       \
+        struct region r;                                                                   \
+        f(fn, data, region_begin(&r, (const void *)fn, num_threads), start, end, incr,     \
+          flags);                                                                          \
+        region_end(&r);                                                                    \
     }
 /* the GOMP_1.0 ABI: the master then calls fn itself and GOMP_parallel_end */
 #define CS_LOOP_CHUNK_START(name, id)                                                      \
@@ -394,7 +634,9 @@ CS_EXPORT void GOMP_parallel_sections(gomp_fn fn, void *data, unsigned num_threa
                                       unsigned count, unsigned flags)
 {
     void (*f)(gomp_fn, void *, unsigned, unsigned, unsigned) = need(R_SECTIONS);
-    f(fn, data, team_for(num_threads), count, flags);
+    struct region r;
+    f(fn, data, region_begin(&r, (const void *)fn, num_threads), count, flags);
+    region_end(&r);
 }
 
 CS_EXPORT void GOMP_parallel_sections_start(gomp_fn fn, void *data, unsigned num_threads,

@@ -2032,6 +2032,8 @@ static void push_job(lua_State *L, struct cs_policy *p, const struct cs_job *j, 
     set_int(L, "quanta_run", (long long)j->quanta_run);
     set_int(L, "quanta_frozen", (long long)j->quanta_frozen);
     set_num(L, "cpu_time", (double)j->cpu_ns / 1e9);
+    if (j->omp && j->omp_team > 0)   /* its OpenMP page (engine/omppage.c) */
+        set_int(L, "team", j->omp_team);
     lua_pushboolean(L, j->frozen);
     lua_setfield(L, -2, "frozen");
     push_cpulist(L, p, j->cpus, NULL);
@@ -2044,6 +2046,8 @@ static void push_job(lua_State *L, struct cs_policy *p, const struct cs_job *j, 
         set_num(L, "wall", j->last_step_wall);
         set_num(L, "cpu", j->last_step_cpu);
         set_int(L, "ncpus", j->last_step_ncpus);
+        if (j->omp && j->omp_team > 0)   /* only once its shim started a region */
+            set_int(L, "regions", j->omp_regions);
         lua_pushboolean(L, j->last_step_ran);
         lua_setfield(L, -2, "ran");
         if (j->last_step_ran && j->step_cpus && !hwloc_bitmap_iszero(j->step_cpus)) {

@@ -1,7 +1,7 @@
 /* ompdl LIB - a program that is not OpenMP loads an OpenMP library (LIB,
- * tests/progs/libompdl.so) with dlopen(RTLD_LOCAL) and runs one region in
- * it; prints "team=T sum=ok" or "team=T sum=BAD ...", exit 1 if the sum is
- * wrong, 2 if the library cannot be loaded. */
+ * tests/progs/libompdl.so) with dlopen(RTLD_LOCAL) and runs its region
+ * twice; prints "team=T1,T2 sum=ok" or "team=T1,T2 sum=BAD ...", exit 1 if a
+ * sum is wrong, 2 if the library cannot be loaded. */
 #include <dlfcn.h>
 #include <stdio.h>
 
@@ -19,11 +19,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "ompdl: %s: %s\n", argv[1], dlerror());
         return 2;
     }
-    int team = region(n, &sum);
-    if (sum != n * (n - 1) / 2) {
-        printf("team=%d sum=BAD %ld, want %ld\n", team, sum, n * (n - 1) / 2);
+    long sum2 = 0;
+    int team = region(n, &sum), team2 = region(n, &sum2);
+    if (sum != n * (n - 1) / 2 || sum2 != sum) {
+        printf("team=%d,%d sum=BAD %ld %ld, want %ld\n", team, team2, sum, sum2, n * (n - 1) / 2);
         return 1;
     }
-    printf("team=%d sum=ok\n", team);
+    printf("team=%d,%d sum=ok\n", team, team2);
     return 0;
 }
