@@ -77,6 +77,8 @@ tr:observe(snap, info)
     counted (cosched.characterize.job_ipc) gets a new CP; otherwise it
     keeps the one it had (the "last quantum" is the last one it ran).
 tr:cp(id) -> number (0 when never measured)
+tr.fresh[id] -> IPC_last / IPC_standalone of the jobs measured anew by the
+    last observe (their speed against alone on the node), else nil
 ]==]
 
 local ch = require "cosched.characterize"
@@ -197,6 +199,7 @@ end
 
 function T:observe(snap, info)
   local live = {}
+  self.fresh = {}
   for _, job in ipairs(snap.jobs) do
     local id = job.id
     live[id] = true
@@ -210,6 +213,7 @@ function T:observe(snap, info)
       end
       local p = M.progress(ipc, ref)
       if p then self.cps[id] = M.cp(p) end
+      self.fresh[id] = M.progress(ipc, i.ipc_standalone)
     end
     self.runs[id] = job.quanta_run
   end

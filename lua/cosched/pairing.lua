@@ -22,16 +22,23 @@ lca(list) -> units
     alone: the unit { x }.  Every entry appears in exactly one unit.  Each
     entry is touched a constant number of times: O(n).
 
+match(list, score) -> units
+    A maximum-weight matching of the entries under score(a, b) (symmetric;
+    ties: the first found, in list order): every matching is tried up to 10
+    entries (945 for 10), a greedy one above (pairs by score, descending);
+    with an odd count one entry is left alone.  F-LCA's pairing = measured.
+
 compatible(a, b) -> bool
     LCA's rule for two classes: N with anything, S with S, C with C (never
     S with C); unknown counts as N.
 
-complete(units, order, taken) -> units
+complete(units, order, taken [, any]) -> units
     Pair completion (F-LCA, issue #24): each unit of one entry x (LCA's
     leftover) takes the first entry y of order (candidates in the policy's
     order of preference: the oldest first) that is not taken (taken[id]),
     not gang-only (y.gang) and compatible with x; y is then taken.  A
-    leftover with no such candidate stays alone.  The leftovers choose in
+    leftover with no such candidate stays alone (any: every class is
+    compatible, for measured pairing).  The leftovers choose in
     order's order (the oldest first).  In place; O(units + order x leftovers).
 
 topbottom(list, key) -> units
@@ -177,13 +184,73 @@ function M.lca(list)
   return units
 end
 
+-- the units of a maximum-weight matching of list (entries) under
+-- score(a, b) (symmetric): exhaustive up to 10 entries, greedy above; with
+-- an odd count one entry is left alone (the one whose absence scores best)
+function M.match(list, score)
+  local n = #list
+  if n <= 1 then return n == 1 and { { list[1] } } or {} end
+  if n > 10 then
+    local cand = {}
+    for i = 1, n do
+      for j = i + 1, n do cand[#cand + 1] = { i, j, score(list[i], list[j]) } end
+    end
+    table.sort(cand, function(a, b)
+      if a[3] ~= b[3] then return a[3] > b[3] end
+      if a[1] ~= b[1] then return a[1] < b[1] end
+      return a[2] < b[2]
+    end)
+    local used, units = {}, {}
+    for _, c in ipairs(cand) do
+      if not used[c[1]] and not used[c[2]] then
+        used[c[1]], used[c[2]] = true, true
+        units[#units + 1] = { list[c[1]], list[c[2]] }
+      end
+    end
+    for i = 1, n do if not used[i] then units[#units + 1] = { list[i] } end end
+    return units
+  end
+  local best, bestv, cur, used = nil, -math.huge, {}, {}
+  local alone_ok = n % 2 == 1
+  local function rec(v, lone)
+    local i = 1
+    while i <= n and used[i] do i = i + 1 end
+    if i > n then
+      if v > bestv + 1e-12 then
+        bestv = v
+        best = {}
+        for k, u in ipairs(cur) do best[k] = u end
+      end
+      return
+    end
+    used[i] = true
+    if alone_ok and not lone then
+      cur[#cur + 1] = { list[i] }
+      rec(v, true)
+      cur[#cur] = nil
+    end
+    for j = i + 1, n do
+      if not used[j] then
+        used[j] = true
+        cur[#cur + 1] = { list[i], list[j] }
+        rec(v + score(list[i], list[j]), lone)
+        cur[#cur] = nil
+        used[j] = false
+      end
+    end
+    used[i] = false
+  end
+  rec(0, false)
+  return best
+end
+
 -- LCA's rule for a pair: N goes with anything, S with S, C with C
 function M.compatible(a, b)
   a, b = M.norm_class(a), M.norm_class(b)
   return a == "N" or b == "N" or a == b
 end
 
-function M.complete(units, order, taken)
+function M.complete(units, order, taken, any)
   local singles = {}
   for _, u in ipairs(units) do
     if #u == 1 then singles[#singles + 1] = u end
@@ -199,7 +266,7 @@ function M.complete(units, order, taken)
     while order[from] and taken[order[from].id] do from = from + 1 end
     for i = from, #order do
       local y = order[i]
-      if not taken[y.id] and not y.gang and M.compatible(x.class, y.class) then
+      if not taken[y.id] and not y.gang and (any or M.compatible(x.class, y.class)) then
         u[2] = y
         taken[y.id] = true
         break

@@ -95,6 +95,19 @@ Plan, every epoch:
      it); the cores left are filled (pairing.fill_holes), and with holes =
      any those no compatible job takes go to waiting jobs of any class:
      never a core to nobody while a job waits frozen.
+  Measured pairing (pairing = measured; not the default: in the
+     evaluation's paper-001 mixes it won at 4 jobs and lost at 8, see
+     docs/eval/issue24.md): instead of LCA's rule, the selected jobs are
+     paired to maximise the sum over both members of est[class][partner's
+     class], a job's speed beside such a partner (IPC_last /
+     IPC_standalone, from cosched.ageing's tracker: tr.fresh), learned
+     from the steps the policy ran (each job's last step was beside the
+     partner the previous plan gave it), smoothed (weight 0.3 per new
+     sample); a class pair with fewer than `confidence` samples counts as
+     1.5, above any folded speed, so untried pairs are tried.  Pair
+     completion then takes the oldest unselected job of any class.
+     Without counters (or characterize = no) nothing is learned and every
+     pair is untried: the pairing is by age order only.
   Round durations (round_time = age): when every ready job is selected
      (n = K) the rounds' durations are proportional to their jobs' mean
      age, within 0.5-1.5 of the even share (the epoch's length kept); the
@@ -159,6 +172,9 @@ Parameters (--policy-opt key=value):
   holes = any        cores no compatible job fills go to any waiting job; compatible: they stay idle
   threads = used     cores from the threads a job keeps busy; declared: job.threads
   round_time = equal at n = K: equal rounds; age: in proportion to the rounds' ages
+  pairing = lca      lca: Algorithm 1; measured: the pairs of the selected jobs that maximise the sum of
+                     their measured speeds beside each other (pairing.match), learned per class pair
+  confidence = 3     pairing = measured: samples before a class pair's estimate is trusted
   w1 = 1, w2 = 1, w3 = 1   age weights (w1 > 0, w2, w3 >= 0; the paper's w3 is 2: see above)
   pair_quanta = 2    quanta per round holding a pair (integer >= 1)
   split = auto       where halves are cut: auto, llc, numa, core, pu
@@ -179,6 +195,36 @@ local ageing = require "cosched.ageing"
 local pool = ageing.pool()              -- id -> its entry, refilled each plan
 local src, tr, k_param, split, pair_quanta, continue_epoch
 local complete, depart_fill, holes_any, round_age, used_threads
+-- pairing = measured: est[a][b] = { v =, n = }: a class-a job's speed beside
+-- a class-b job (IPC_last / IPC_standalone), smoothed; partner[id] = the
+-- partner the last plan gave the job (false: alone)
+local measured, confidence, est, partner
+local OPTIMISTIC = 1.5                  -- an untried pair's value: above any folded speed, so it is tried
+local ALPHA = 0.3                       -- weight of a new sample
+
+local function learn(ctx)
+  for id, rel in pairs(tr.fresh) do
+    local other = partner[id]
+    local a, b = ctx.info[id], other and ctx.info[other]
+    if a and b and rel == rel and rel >= 0 and rel < 4 then
+      local row = est[a.class] or {}
+      est[a.class] = row
+      local e = row[b.class]
+      if not e then row[b.class] = { v = rel, n = 1 }
+      else e.v, e.n = e.v + ALPHA * (rel - e.v), e.n + 1 end
+    end
+  end
+end
+
+local function value(a, b)
+  local e = est[a] and est[a][b]
+  if not e or e.n < confidence then return OPTIMISTIC end
+  return e.v
+end
+
+local function pair_score(x, y)
+  return value(x.class, y.class) + value(y.class, x.class)
+end
 -- the epoch in progress: { t0 = snap.now of its plan, rounds = { { units =,
 -- gang =, dur = }, ... } } (step 6); nil when none may be continued
 local epoch
@@ -251,6 +297,8 @@ return {
     complete = { default = "yes", help = "yes: an LCA leftover takes the oldest unselected compatible job as partner; no: it runs alone" },
     departures = { default = "fill", help = "fill: a job leaving mid-epoch leaves its cores to the oldest compatible waiting job; keep: to its partner" },
     holes = { default = "any", help = "any: cores no compatible job fills go to any waiting job; compatible: they stay idle (LCA's rule first)" },
+    pairing = { default = "lca", help = "lca: paper 001's Algorithm 1; measured: pairs that maximise the jobs' measured speed beside each other, learned per class pair (untried pairs tried first)" },
+    confidence = { default = 3, help = "pairing = measured: samples of a class pair before its estimate is trusted" },
     round_time = { default = "equal", help = "at n = K (every job selected): equal rounds, or age: round durations in proportion to the rounds' ages" },
     threads = { default = "used", help = "used: a job gets as many cores as the threads it keeps busy (CPU time per step, job.team), with hysteresis; declared: job.threads" },
     w1 = { default = 1, help = "age weight of waiting time WT/(n TQ), > 0" },
@@ -301,11 +349,15 @@ return {
     holes_any = choice("holes", "any", "compatible")
     round_age = choice("round_time", "age", "equal")
     used_threads = choice("threads", "used", "declared") and ageing.busy_threads() or nil
+    measured = choice("pairing", "measured", "lca")
+    confidence = number(params, "confidence", 1)
+    est, partner = {}, {}
   end,
 
   plan = function(snap)
     local ctx = src:begin(snap)
     tr:observe(snap, ctx.info)
+    if measured then learn(ctx) end
     if used_threads then used_threads:observe(snap) end
     local n, tq = #snap.jobs, snap.quantum
     local entries = pool:entries(snap, ctx, tr, W, true)
@@ -333,10 +385,10 @@ return {
             foldable[#foldable + 1] = e
           end
         end
-        local lunits = pairing.lca(foldable)
+        local lunits = measured and pairing.match(foldable, pair_score) or pairing.lca(foldable)
         if complete and #sel < #entries then
           for _, u in ipairs(lunits) do
-            if not u[2] then pairing.complete(lunits, age_order(st), member) break end
+            if not u[2] then pairing.complete(lunits, age_order(st), member, measured or nil) break end
           end
         end
         for _, u in ipairs(lunits) do
@@ -377,6 +429,14 @@ return {
           end
         end
         epoch = (not ctx.pending) and { t0 = snap.now, rounds = rounds, member = member } or nil
+      end
+      if measured then
+        for _, r in ipairs(rounds) do
+          for _, u in ipairs(r.units) do
+            partner[u[1]] = u[2] or false
+            if u[2] then partner[u[2]] = u[1] end
+          end
+        end
       end
       for _, r in ipairs(rounds) do
         local jobs, shared = pairing.place(snap, r.units, ctx.budget, true, split, not r.gang and fill or nil)

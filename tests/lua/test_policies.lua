@@ -324,6 +324,32 @@ check("flca: pair completion takes the oldest compatible job, never S with C: {S
   local got = table.concat(all, " ")
   return got == "1,3 2,5 4", got
 end)
+check("match: maximum-weight pairs, exhaustive: S with C when that scores best; odd: the best one alone", function()
+  local w = { SC = 3, SS = 1, CC = 1 }
+  local function score(a, b)
+    local k = a.class < b.class and a.class .. b.class or b.class .. a.class
+    return w[k == "CS" and "SC" or k] or 0
+  end
+  local got = fmt_units(pairing.match(entries { "S", "S", "C", "C" }, score))
+  local odd = fmt_units(pairing.match(entries { "S", "S", "C" }, score))
+  local big = {}
+  for i = 1, 12 do big[i] = i % 2 == 0 and "S" or "C" end
+  local nb = 0
+  for _, u in ipairs(pairing.match(entries(big), score)) do
+    if #u == 2 and u[1].class ~= u[2].class then nb = nb + 1 end
+  end
+  return got == "(1,3)(2,4)" and odd == "(1)(2,3)" and nb == 6, got .. " " .. odd .. " " .. nb
+end)
+check("flca pairing = measured: untried class pairs are tried (S with C), which lca never does", function()
+  local got = {}
+  for _, pm in ipairs { "measured", "lca" } do
+    local p, params = load_policy("flca", { characterize = "no", pairing = pm })
+    local node = classes_node(8, 1, { "S", "C", "S", "C" })
+    local _, plan = run_epoch(node, p, params)
+    got[pm] = ids_of(plan[1]) .. " " .. ids_of(plan[2])
+  end
+  return got.measured == "1,2 3,4" and got.lca == "1,3 2,4", got.measured .. " / " .. got.lca
+end)
 check("flca: 3 jobs {N,S,C}, K = 2: the N and the S folded, one step of two quanta", function()
   local p, params, node = hinted("flca", 8, 1, { "N", "S", "C" })
   local ran, plan = run_epoch(node, p, params)
@@ -468,7 +494,8 @@ check("fop: the two oldest run folded; CP rewards the slowed job", function()
 end)
 check("bad parameters are refused in init()", function()
   local bad = { { "flca", { w1 = "0" } }, { "flca", { k = "3" } }, { "fop", { k = "x" } },
-                { "lbb", { split = "foo" } }, { "lca", { characterize = "maybe" } }, { "flca", { pair_quanta = "0" } } }
+                { "lbb", { split = "foo" } }, { "lca", { characterize = "maybe" } }, { "flca", { pair_quanta = "0" } },
+                { "flca", { pairing = "best" } }, { "flca", { complete = "maybe" } }, { "flca", { threads = "all" } } }
   for _, b in ipairs(bad) do
     if pcall(load_policy, b[1], b[2]) then return false, b[1] .. " accepted a bad value" end
   end
