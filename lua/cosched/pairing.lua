@@ -41,6 +41,13 @@ complete(units, order, taken [, any]) -> units
     compatible, for measured pairing).  The leftovers choose in
     order's order (the oldest first).  In place; O(units + order x leftovers).
 
+pair_lone(units, order, taken) -> units
+    After complete: each unit of one class S entry (S does not scale: alone
+    it leaves its group's cores next to useless) takes the first entry of
+    order that is alone in units or not taken, of any class and not
+    gang-only; a single it takes is emptied (units with no entry are to be
+    skipped).  In place.
+
 topbottom(list, key) -> units
     LBB / LLC-MRB (Sec. 2): "sorts applications by [key] and forms execution
     groups by selecting the first from the top and bottom of the list, then
@@ -270,6 +277,33 @@ function M.complete(units, order, taken, any)
         u[2] = y
         taken[y.id] = true
         break
+      end
+    end
+  end
+  return units
+end
+
+function M.pair_lone(units, order, taken)
+  local pos, single = {}, {}
+  for i, e in ipairs(order) do pos[e.id] = i end
+  local singles = {}
+  for _, u in ipairs(units) do
+    if #u == 1 then singles[#singles + 1] = u; single[u[1].id] = u end
+  end
+  if #singles == 0 then return units end
+  table.sort(singles, function(a, b) return (pos[a[1].id] or math.huge) < (pos[b[1].id] or math.huge) end)
+  for _, u in ipairs(singles) do
+    local x = u[1]
+    if x and not u[2] and M.norm_class(x.class) == "S" then
+      for _, y in ipairs(order) do
+        local su = single[y.id]
+        if y.id ~= x.id and not y.gang and ((su and su[1] == y and not su[2]) or not taken[y.id]) then
+          u[2] = y
+          taken[y.id] = true
+          if su then su[1] = nil; single[y.id] = nil end
+          single[x.id] = nil
+          break
+        end
       end
     end
   end

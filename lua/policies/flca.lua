@@ -73,6 +73,14 @@ Plan, every epoch:
      lone S job forfeits its folding gain for a whole quantum and leaves
      its half of the node to no one else: 27.7 % of node time on one of
      the evaluation's 8-job mixes before (issue #24).
+     Lone S (lone = any): an S job still alone (no compatible job left,
+     e.g. n = K = 4 with 2 S, 1 C, 1 N: LCA pairs N with S and leaves an S
+     and a C) takes the oldest job that is alone or unselected, whatever
+     its class (pairing.pair_lone): an S job does not scale, so alone it
+     gains nearly nothing from the other half of the node while the other
+     job waits frozen.  Measured on the evaluation's high-contention mixes
+     with N apps (4 jobs): mean of mix means 1.19 -> 1.36 of Gang (tft
+     1.37); no cell worse.  lone = alone: both alone, as Algorithm 1.
   5. Steps (how the units share the epoch): the units are cut into rounds
      (cosched.pairing.rounds): a gang-only unit is a round alone, on all the
      budget CPUs, one quantum; the other units go D per round, unit i on
@@ -168,6 +176,7 @@ Parameters (--policy-opt key=value):
   k = auto           jobs per epoch per island (LLC domain / NUMA node): auto (4 if >= 4 jobs, else 2) or an even integer >= 2
   cp_ref = nearest   reference of CP's Progress: nearest (IPC_folded for a folded step) or standalone (the paper, literally)
   complete = yes     pair completion (step 4); no: LCA's leftover runs alone
+  lone = any         an S job still alone after completion takes the oldest job alone or unselected, any class
   departures = fill  a departed job's half to the oldest compatible waiting job (step 6); keep: to its partner
   holes = any        cores no compatible job fills go to any waiting job; compatible: they stay idle
   threads = used     cores from the threads a job keeps busy; declared: job.threads
@@ -194,7 +203,7 @@ local ageing = require "cosched.ageing"
 
 local pool = ageing.pool()              -- id -> its entry, refilled each plan
 local src, tr, k_param, split, pair_quanta, continue_epoch
-local complete, depart_fill, holes_any, round_age, used_threads
+local complete, depart_fill, holes_any, round_age, used_threads, lone_any
 -- pairing = measured: est[a][b] = { v =, n = }: a class-a job's speed beside
 -- a class-b job (IPC_last / IPC_standalone), smoothed; partner[id] = the
 -- partner the last plan gave the job (false: alone)
@@ -295,6 +304,7 @@ return {
     k = { default = "auto", help = "jobs per epoch per island (LLC domain, split by NUMA node): auto (4 if 4 or more jobs, else 2) or an even integer >= 2" },
     cp_ref = { default = "nearest", help = "CP's reference: nearest (IPC_folded for a folded step: CP is contention only, folding counted once by FP) or standalone (IPC_last / IPC_standalone)" },
     complete = { default = "yes", help = "yes: an LCA leftover takes the oldest unselected compatible job as partner; no: it runs alone" },
+    lone = { default = "any", help = "any: an S job left without a compatible partner takes the oldest job alone or unselected, of any class; alone: it runs alone" },
     departures = { default = "fill", help = "fill: a job leaving mid-epoch leaves its cores to the oldest compatible waiting job; keep: to its partner" },
     holes = { default = "any", help = "any: cores no compatible job fills go to any waiting job; compatible: they stay idle (LCA's rule first)" },
     pairing = { default = "lca", help = "lca: paper 001's Algorithm 1; measured: pairs that maximise the jobs' measured speed beside each other, learned per class pair (untried pairs tried first)" },
@@ -345,6 +355,7 @@ return {
       return v == a
     end
     complete = choice("complete", "yes", "no")
+    lone_any = choice("lone", "any", "alone")
     depart_fill = choice("departures", "fill", "keep")
     holes_any = choice("holes", "any", "compatible")
     round_age = choice("round_time", "age", "equal")
@@ -391,8 +402,13 @@ return {
             if not u[2] then pairing.complete(lunits, age_order(st), member, measured or nil) break end
           end
         end
+        -- a leftover that cannot use a whole group (class S: it does not
+        -- scale) and found no compatible partner takes the oldest job still
+        -- alone or unselected, whatever its class (lone = any): a lone S job
+        -- would leave half its cores idle in effect while that job waits
+        if lone_any and not measured then pairing.pair_lone(lunits, age_order(st), member) end
         for _, u in ipairs(lunits) do
-          units[#units + 1] = u[2] and { u[1].id, u[2].id } or { u[1].id }
+          if u[1] then units[#units + 1] = u[2] and { u[1].id, u[2].id } or { u[1].id } end
         end
         for _, e in ipairs(entries) do age[e.id] = e.age end
         rounds = pairing.rounds(units, D, gang)

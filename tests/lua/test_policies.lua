@@ -300,7 +300,7 @@ check("flca: next epoch the jobs that waited (5, 6) come first", function()
   return all[5] and all[6]
 end)
 check("flca complete = no: 3 jobs, K = 2: the oldest S and C are never paired: two steps of one quantum, each alone", function()
-  local p, params = load_policy("flca", { characterize = "no", complete = "no" })
+  local p, params = load_policy("flca", { characterize = "no", complete = "no", lone = "alone" })
   local node = classes_node(8, 1, { "S", "C", "N" })
   local ran, plan = run_epoch(node, p, params)
   return #plan == 2 and #ran[1] == 1 and #ran[2] == 1 and near(plan[1].duration, 0.1)
@@ -314,15 +314,20 @@ check("flca: pair completion: 3 jobs {S,C,N}, K = 2: the leftover S takes the un
   return got == "1,3 2" and near(plan[1].duration, 0.2) and #plan[1].jobs[1].cpus == 4
      and #plan[2].jobs[1].cpus == 8, got
 end)
-check("flca: pair completion takes the oldest compatible job, never S with C: {S,C,S,S,C,C}, K = 4", function()
+check("flca: pair completion takes the oldest compatible job, never S with C: {S,C,S,S,C,C}, K = 4 (lone = alone)", function()
   -- the 4 oldest 1 S, 2 C, 3 S, 4 S: (1,3) then leftovers C 2 and S 4; 2 takes
-  -- C 5 (the oldest unselected C), 4 finds no S left and runs alone
-  local p, params, node = hinted("flca", 8, 1, { "S", "C", "S", "S", "C", "C" })
-  local _, plan = run_epoch(node, p, params)
-  local all = {}
-  for _, st in ipairs(plan) do all[#all + 1] = ids_of(st) end
-  local got = table.concat(all, " ")
-  return got == "1,3 2,5 4", got
+  -- C 5 (the oldest unselected C), 4 finds no S left and runs alone; with
+  -- lone = any (the default) it folds beside C 6 instead
+  local got = {}
+  for _, l in ipairs { "alone", "any" } do
+    local p, params = load_policy("flca", { characterize = "no", lone = l })
+    local node = classes_node(8, 1, { "S", "C", "S", "S", "C", "C" })
+    local _, plan = run_epoch(node, p, params)
+    local all = {}
+    for _, st in ipairs(plan) do all[#all + 1] = ids_of(st) end
+    got[l] = table.concat(all, " ")
+  end
+  return got.alone == "1,3 2,5 4" and got.any == "1,3 2,5 4,6", got.alone .. " / " .. got.any
 end)
 check("match: maximum-weight pairs, exhaustive: S with C when that scores best; odd: the best one alone", function()
   local w = { SC = 3, SS = 1, CC = 1 }
@@ -349,6 +354,19 @@ check("flca pairing = measured: untried class pairs are tried (S with C), which 
     got[pm] = ids_of(plan[1]) .. " " .. ids_of(plan[2])
   end
   return got.measured == "1,2 3,4" and got.lca == "1,3 2,4", got.measured .. " / " .. got.lca
+end)
+check("flca lone = any: n = K = 4 {S,S,C,N}: the S that LCA leaves alone folds beside the lone C (alone: both alone, unfolded)", function()
+  local got = {}
+  for _, l in ipairs { "any", "alone" } do
+    local p, params = load_policy("flca", { characterize = "no", lone = l })
+    local node = classes_node(8, 1, { "S", "S", "C", "N" })
+    local _, plan = run_epoch(node, p, params)
+    local all = {}
+    for _, st in ipairs(plan) do all[#all + 1] = ids_of(st) end
+    table.sort(all)
+    got[l] = table.concat(all, " ")
+  end
+  return got.any == "1,4 2,3" and got.alone == "1,4 2 3", got.any .. " / " .. got.alone
 end)
 check("flca: 3 jobs {N,S,C}, K = 2: the N and the S folded, one step of two quanta", function()
   local p, params, node = hinted("flca", 8, 1, { "N", "S", "C" })
