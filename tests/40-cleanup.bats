@@ -197,3 +197,24 @@ LUA
     assert_contains "$output" "writer.lua:3:"
     assert_contains "$output" "read-only"
 }
+
+@test "no_cosched_leftovers counts this run's frozen Slurm groups, not another run's (side by side)" {
+    requires root cgroup1
+    local fz other mine
+    fz=$(_cs_v1_mount freezer)
+    other=$((10#$CS_RUN_ID == 999999 ? 0 : 10#$CS_RUN_ID + 1))
+    other=$fz/slurm_cs$(printf %06d "$other")
+    mine=$fz/slurm_cs$CS_RUN_ID
+    mkdir -p "$other/job_1" "$mine/job_1"
+    echo FROZEN > "$other/job_1/freezer.state"
+    echo FROZEN > "$mine/job_1/freezer.state"
+    run no_cosched_leftovers
+    echo THAWED > "$mine/job_1/freezer.state"
+    echo THAWED > "$other/job_1/freezer.state"
+    rmdir "$other/job_1" "$other" "$mine/job_1" "$mine"
+    echo "$output"
+    [ "$status" -eq 1 ]
+    assert_contains "$output" "freezer FROZEN: $mine/job_1"
+    [[ $output != *"$other"* ]]
+    no_cosched_leftovers
+}
