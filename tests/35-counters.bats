@@ -188,6 +188,33 @@ EOF
     no_cosched_leftovers
 }
 
+# A policy whose plan() takes ~0.1 s of CPU while the job keeps running on the
+# other cpu: a step's counts must cover the step as cpu_s does (from the
+# step's start, after the plan and the switch), not everything since the
+# previous step's end - which here is ~1/3 more.
+@test "perf: a step's counts cover the step, not the plan() and switch before it" {
+    requires multicore
+    requires_perf_sw
+    mkdir pol
+    cat > pol/slowplan.lua <<'LUA'
+return {
+  api = 1, name = "slowplan", description = "every job everywhere, after a long plan()", shares_cpus = true,
+  plan = function(snap)
+    local x = 0
+    for i = 1, 12000000 do x = x + i end
+    local step = { jobs = {}, shared = true }
+    for _, job in ipairs(snap.jobs) do step.jobs[#step.jobs + 1] = { id = job.id, cpus = snap.cpus } end
+    return { step }
+  end,
+}
+LUA
+    run "$COSCHED" run --counters perf --profile test-software --policy-path pol --policy slowplan --quantum 300ms \
+        --trace t.jsonl -- "$PROGS/spin" -c 1.5
+    echo "$output"
+    [ "$status" -eq 0 ]
+    counters_check t.jsonl cpu 0.05 0.05
+}
+
 @test "perf, tft with three jobs: counts follow each job through its rotation" {
     requires multicore
     requires_perf_sw

@@ -114,7 +114,55 @@ overrun() {
 }
 
 @test "a policy that loops forever is stopped; jobs keep running" {
-    overrun spinny 50ms "time limit" 'while true do end'
+    overrun spinny 50ms "plan() exceeded its time limit of 0.05 s of CPU time" 'while true do end'
+}
+
+# The time limit of plan() is CPU time of the policy host: a plan() that is
+# merely descheduled (here: cosched stopped with SIGSTOP in the middle of it,
+# for longer than its limit) is not cut off.  The policy logs before and after
+# a loop of ~0.2 s of CPU; the test stops cosched once it has logged "spins",
+# and takes the attempt when "spun" is not logged yet (the stop landed inside
+# the loop: nothing can be logged while cosched is stopped).
+@test "plan()'s time limit is CPU time: a plan() descheduled for longer than its limit is not cut off" {
+    local k landed=
+    mkdir pol
+    cat > pol/stall.lua <<'LUA'
+local n = 0
+return {
+  api = 1, name = "stall", description = "spins in each plan()", shares_cpus = true,
+  plan = function(snap)
+    n = n + 1
+    cosched.log("warn", "plan " .. n .. " spins")
+    local x = 0
+    for i = 1, 25000000 do x = x + i end
+    cosched.log("warn", "plan " .. n .. " spun")
+    local step = { jobs = {}, shared = true }
+    for _, job in ipairs(snap.jobs) do step.jobs[#step.jobs + 1] = { id = job.id, cpus = snap.cpus } end
+    return { step }
+  end,
+}
+LUA
+    "$COSCHED" run --policy-path pol --policy stall --quantum 1s -- "$PROGS/spin" -c 6 2> err &
+    cs=$!
+    echo "$cs" > cosched.pid
+    for k in 1 2 3 4 5; do
+        wait_for 20 grep -q "plan $k spins" err || break
+        kill -STOP "$cs"
+        if grep -q "plan $k spun" err; then
+            kill -CONT "$cs"
+            continue
+        fi
+        sleep 1.5           # longer than the limit (1 s: the quantum) in wall-clock time
+        kill -CONT "$cs"
+        landed=$k
+        break
+    done
+    wait "$cs" || { cat err; false; }
+    cat err
+    [ -n "$landed" ] || { echo "no stop landed inside plan()'s loop in 5 epochs"; false; }
+    grep -q "plan $landed spun" err
+    if grep -q 'time limit\|did not end\|failed in epoch' err; then false; fi
+    no_cosched_leftovers
 }
 
 @test "a policy returning an invalid plan is refused with what was wrong" {
@@ -196,4 +244,25 @@ LUA
     [ "$status" -eq 0 ]
     assert_contains "$output" "writer.lua:3:"
     assert_contains "$output" "read-only"
+}
+
+@test "no_cosched_leftovers counts this run's frozen Slurm groups, not another run's (side by side)" {
+    requires root cgroup1
+    local fz other mine
+    fz=$(_cs_v1_mount freezer)
+    other=$((10#$CS_RUN_ID == 999999 ? 0 : 10#$CS_RUN_ID + 1))
+    other=$fz/slurm_cs$(printf %06d "$other")
+    mine=$fz/slurm_cs$CS_RUN_ID
+    mkdir -p "$other/job_1" "$mine/job_1"
+    echo FROZEN > "$other/job_1/freezer.state"
+    echo FROZEN > "$mine/job_1/freezer.state"
+    run no_cosched_leftovers
+    echo THAWED > "$mine/job_1/freezer.state"
+    echo THAWED > "$other/job_1/freezer.state"
+    rmdir "$other/job_1" "$other" "$mine/job_1" "$mine"
+    echo "$output"
+    [ "$status" -eq 1 ]
+    assert_contains "$output" "freezer FROZEN: $mine/job_1"
+    [[ $output != *"$other"* ]]
+    no_cosched_leftovers
 }

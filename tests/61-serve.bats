@@ -209,8 +209,10 @@ gang_turns() {
         return 1
     }
     wait_for 10 folded_apart
+    # ten more looks; each may land in a replan (a switch of halves, longer on
+    # a busy machine): it is taken again, never more than 5 s later
     for i in $(seq 10); do
-        folded_apart
+        wait_for 5 folded_apart
         sleep 0.05
     done
     assert_equal "$(step_field 7.0 state)" folded "7.0 in status"

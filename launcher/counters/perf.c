@@ -15,7 +15,10 @@
  * was enabled but never on the PMU is NaN.
  *
  *   job_attach(pid)       open the groups on pid (last values = 0)
- *   read(j)               read every group; deltas since the previous read;
+ *   step_begin            read every job's groups and drop the deltas: a
+ *                         step's counts cover the step, as the engine's CPU
+ *                         time does, not the planning and switching before it
+ *   read(j)               read every group; deltas since step_begin;
  *                         remember the new cumulative values
  *   instance_ended(j)     read once more, keep the deltas as "pending", close:
  *                         the next read returns pending + what a new instance
@@ -841,6 +844,23 @@ static void perf_instance_ended(struct cs_engine *e, struct cs_job *j)
 
 static int perf_step_begin(struct cs_engine *e, hwloc_const_bitmap_t const *cpus_of)
 {
+    /* The step's counts start now, where the engine's CPU time of the step
+     * starts (measure_begin): what the jobs did since their last read (while
+     * the policy planned and the engine switched) belongs to no step, and is
+     * dropped here rather than added to the next step's counts. */
+    double now = cs_now();
+    for (int i = 0; i < e->njobs; i++) {
+        struct pjob *pj = e->jobs[i]->cnt;
+        double scratch[CS_COUNTS_MAX] = { 0 };
+        int flags = 0;
+        if (pj == NULL)
+            continue;
+        if (pj->open && sample(pj, scratch, &flags) < 0)
+            continue;                /* perf_read says why, once */
+        memset(pj->pend, 0, sizeof pj->pend);
+        pj->pend_flags = 0;
+        pj->t_last = now;
+    }
     if (!P.uncore_used)
         return 0;
     for (int d = 0; d < P.ndom; d++) {

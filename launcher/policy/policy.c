@@ -9,7 +9,7 @@
  *     global table = the sandbox            safe base functions, string,
  *                                           table, math, utf8, read-only
  *                                           `cosched`, our require/load/pcall
- *     count hook every 1000 instructions    instruction budget + deadline
+ *     count hook every 1000 instructions    instruction budget + time limit
  *
  * Every entry into Lua (loading, init(), plan(), require from them) runs under
  * lua_pcall with a message handler, inside a protected C function, so that no
@@ -18,13 +18,21 @@
  * cs_plan, which the caller frees on failure; scratch bitmaps live in the
  * policy itself.
  *
- * Limits: the hook raises an error when the budget or the deadline is
+ * Limits: the hook raises an error when the budget or the time limit is
  * exceeded, then fires on every instruction and keeps raising, and the
  * sandbox's pcall/xpcall re-raise, so a policy cannot catch its way out.  The
  * allocator lets a call go 1/8 above the memory cap: past the cap it only sets
  * a flag, the next hook collects garbage and raises an error with a file:line
  * if the live data are still above the cap; past cap + 1/8 allocations fail
  * (Lua's own "not enough memory", without position).
+ *
+ * The time limit is CPU time of the calling thread (CLOCK_THREAD_CPUTIME_ID),
+ * so that a busy machine, which delays the host without making the policy
+ * slower, does not turn a short limit into an error.  A wall-clock backstop,
+ * max(10 x the limit, 2 s), still ends a call that the machine starves.  The
+ * thread's CPU time cannot exceed the wall time elapsed, so the hook reads
+ * the CPU clock (a system call) only once the call has run for as long as
+ * its limit.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -61,12 +69,13 @@
 #define INSNS_DEFAULT   200000000ULL
 #define HOOK_EVERY      1000
 #define LOAD_SECONDS    1.0      /* loading, init(), and lua_close() */
+#define WALL_FLOOR      2.0      /* the wall-clock backstop is at least this */
 #define PLAN_MAX_STEPS  1024
 #define STEP_MIN        0.001
 #define STEP_MAX        3600.0
 #define NAME_MAX_LEN    64
 
-enum overrun { OVER_NONE, OVER_TIME, OVER_INSNS, OVER_MEM, OVER_MEM_HARD, OVER_SIGNAL };
+enum overrun { OVER_NONE, OVER_TIME, OVER_WALL, OVER_INSNS, OVER_MEM, OVER_MEM_HARD, OVER_SIGNAL };
 
 struct cs_policy {
     char *name;                /* as selected: NAME of NAME.lua */
@@ -86,7 +95,8 @@ struct cs_policy {
     uint64_t insn_limit;
     double seconds;            /* 0: min(max(quantum, 0.05), 1.0) per plan() */
     /* the call under way */
-    double call_limit, deadline;
+    double call_limit;         /* CPU seconds */
+    double t0, cpu_deadline, wall_deadline;
     uint64_t ticks;
     enum overrun why;
     char where[160];           /* file:line where a limit was hit */
@@ -225,6 +235,22 @@ static int stop_pending(void)
            (sigismember(&set, SIGTERM) == 1 || sigismember(&set, SIGINT) == 1 || sigismember(&set, SIGHUP) == 1);
 }
 
+/* CPU time of the calling thread, in seconds (wall time if unavailable). */
+static double thread_cpu(void)
+{
+    struct timespec ts;
+
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+        return cs_now();
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* The wall-clock backstop of a call limited to `seconds` of CPU time. */
+static double wall_backstop(double seconds)
+{
+    return 10 * seconds > WALL_FLOOR ? 10 * seconds : WALL_FLOOR;
+}
+
 static void cs_hook(lua_State *L, lua_Debug *ar)
 {
     struct cs_policy *p = getp(L);
@@ -239,8 +265,13 @@ static void cs_hook(lua_State *L, lua_Debug *ar)
         }
         if (!p->why && p->ticks * HOOK_EVERY > p->insn_limit)
             p->why = OVER_INSNS;
-        if (!p->why && cs_now() > p->deadline)
-            p->why = OVER_TIME;
+        if (!p->why) {
+            double now = cs_now();
+            if (now - p->t0 > p->call_limit && thread_cpu() > p->cpu_deadline)
+                p->why = OVER_TIME;
+            else if (now > p->wall_deadline)
+                p->why = OVER_WALL;
+        }
         /* a stop signal (blocked: the engine reads them from a signalfd) is
          * acted on within a few ms whatever the policy does */
         if (!p->why && (p->ticks & 63) == 0 && stop_pending())
@@ -261,7 +292,9 @@ static void cs_hook(lua_State *L, lua_Debug *ar)
 static void begin_call(struct cs_policy *p, double seconds)
 {
     p->call_limit = seconds;
-    p->deadline = cs_now() + seconds;
+    p->t0 = cs_now();
+    p->wall_deadline = p->t0 + wall_backstop(seconds);
+    p->cpu_deadline = thread_cpu() + seconds;
     p->ticks = 0;
     p->why = OVER_NONE;
     p->where[0] = 0;
@@ -327,9 +360,19 @@ static char *failure(struct cs_policy *p, const char *what, int status)
     switch (p->why) {
     case OVER_TIME:
         fmt_seconds(lim, sizeof lim, p->call_limit);
-        out = xprintf("policy %s (%s): %s exceeded its time limit of %s s (at %s)",
+        out = xprintf("policy %s (%s): %s exceeded its time limit of %s s of CPU time (at %s)",
                       p->name, p->file, what, lim, p->where[0] ? p->where : "?");
         break;
+    case OVER_WALL: {
+        char wall[32];
+        fmt_seconds(lim, sizeof lim, p->call_limit);
+        fmt_seconds(wall, sizeof wall, wall_backstop(p->call_limit));
+        out = xprintf("policy %s (%s): %s did not end within %s s of wall-clock time, although it used less than "
+                      "its time limit of %s s of CPU time: cosched got too little CPU (an overloaded machine?) "
+                      "(at %s)",
+                      p->name, p->file, what, wall, lim, p->where[0] ? p->where : "?");
+        break;
+    }
     case OVER_INSNS:
         out = xprintf("policy %s (%s): %s exceeded its budget of %llu instructions (at %s)",
                       p->name, p->file, what, (unsigned long long)p->insn_limit,
@@ -676,7 +719,7 @@ static const luaL_Reg cosched_lib[] = {
 /* ------------------------------------------------- C library limits */
 
 /*
- * The instruction budget and the deadline are checked by the count hook,
+ * The instruction budget and the time limit are checked by the count hook,
  * which runs between Lua instructions only: a C function of the standard
  * library that loops inside one call is never interrupted.  Those that can
  * loop for long on a small input are wrapped here (in the library tables

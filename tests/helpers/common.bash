@@ -19,6 +19,13 @@
 # anybody else on the machine (another bats run, a benchmark, a demo), which
 # they neither count nor touch.  cosched's cgroups are <own cgroup>/cosched/
 # <engine pid>/job<N>: a group belongs to the engine pid in its path.
+#
+# CS_RUN_ID: this bats run's identity, six digits derived from its
+# BATS_RUN_TMPDIR, set once here and carried by every name a test makes on
+# the machine (the fake Slurm trees cosched-fakeslurm-<id>, the Slurm node
+# cs<id> with its cgroups, ports and spool; sockets and spool directories are
+# mktemp'ed), so that two runs at once - two clones, a reviewer's tier beside
+# `make check` - neither meet nor count each other's things (tests/README).
 
 COSCHED_SRCDIR=${COSCHED_SRCDIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 COSCHED_BUILDDIR=${COSCHED_BUILDDIR:-$COSCHED_SRCDIR}
@@ -26,6 +33,11 @@ COSCHED=$COSCHED_BUILDDIR/cosched
 PROGS=$COSCHED_BUILDDIR/tests/progs
 DEMO=$COSCHED_BUILDDIR/share/demo
 CGROUP_ROOT=${CGROUP_ROOT:-/sys/fs/cgroup}
+if [ -z "${CS_RUN_ID:-}" ]; then
+    CS_RUN_ID=$(printf '%s' "${BATS_RUN_TMPDIR:-$$}" | cksum | awk '{ printf "%06d", $1 % 1000000 }')
+fi
+# when this run started (its first load of this file): the ctime of a marker
+[ -z "${BATS_RUN_TMPDIR:-}" ] || [ -e "$BATS_RUN_TMPDIR/cs-run.t0" ] || : > "$BATS_RUN_TMPDIR/cs-run.t0"
 
 # ------------------------------------------------------------------ skipping
 
@@ -236,24 +248,26 @@ check_cgroup_value() {
 #     cpuacct or cgroup2 hierarchies,
 #   - a FROZEN/FREEZING v1 freezer group or a frozen cgroup2 group anywhere,
 #   - a live process of this bats run whose name starts with cosched.
-# Not counted: the groups of a live cosched that is not of this run (another
-# bats run, someone's benchmark) - a group whose engine pid is dead is always
-# a leftover.
+# Only what this run made is counted: not the groups of a live cosched that
+# is not of this run (another bats run, someone's benchmark), nor groups made
+# before this run started (another run's, or a crash's: cleanup_cosched
+# reclaims those whose engine is dead), nor the Slurm cgroups of another
+# run's node (cs<other id>).
 no_cosched_leftovers() {
     local found=() d s p comm
     _CS_FOREIGN=()
     while read -r d; do
-        [ -n "$d" ] && ! _cs_foreign_cgroup "$d" && found+=("cgroup left: $d")
+        [ -n "$d" ] && ! _cs_foreign_cgroup "$d" && ! _cs_not_this_run "$d" && found+=("cgroup left: $d")
     done < <(_cs_cosched_cgroups)
     while read -r d; do
         [ -n "$d" ] || continue
         { read -r s < "$d/freezer.state"; } 2>/dev/null || continue
-        [ "$s" = THAWED ] || _cs_foreign_cgroup "$d" || found+=("freezer $s: $d")
+        [ "$s" = THAWED ] || _cs_foreign_cgroup "$d" || _cs_not_this_run "$d" || found+=("freezer $s: $d")
     done < <(_cs_find_dirs "$(_cs_v1_mount freezer)")
     while read -r d; do
         [ -n "$d" ] && [ -r "$d/cgroup.freeze" ] || continue
         { read -r s < "$d/cgroup.freeze"; } 2>/dev/null || continue
-        [ "$s" = 0 ] || _cs_foreign_cgroup "$d" || found+=("cgroup2 frozen: $d")
+        [ "$s" = 0 ] || _cs_foreign_cgroup "$d" || _cs_not_this_run "$d" || found+=("cgroup2 frozen: $d")
     done < <(_cs_find_dirs "$(_cs_v2_mount)")
     while read -r p _ _ comm; do
         [[ $comm == cosched* ]] || continue
@@ -460,6 +474,22 @@ _cs_foreign_cgroup() {
         [ -d "$c" ] && _cs_foreign_cgroup "$c" && return 0
     done
     return 1
+}
+
+# True when cgroup DIR is not this run's to count: made before this run
+# started (its ctime, which kernfs sets at mkdir and creating children does
+# not change, before that of $BATS_RUN_TMPDIR/cs-run.t0), or in the Slurm tree of a test node of another run (slurm_cs<id>,
+# cs<id>_slurmstepd.scope, slurmd-cs<id>.service; ours are cs$CS_RUN_ID[b]).
+_cs_not_this_run() {
+    local t
+    if [[ $1 =~ /(slurm_|slurmd-)?cs([0-9]{6})b?(_slurmstepd\.scope|\.service)?(/|$) ]] &&
+        [ "${BASH_REMATCH[2]}" != "$CS_RUN_ID" ]; then
+        return 0
+    fi
+    [ -n "${_CS_RUN_T0:-}" ] || _CS_RUN_T0=$(stat -c %Z "${BATS_RUN_TMPDIR:-/nonexistent}/cs-run.t0" 2>/dev/null) ||
+        return 1
+    t=$(stat -c %Z "$1" 2>/dev/null) || return 1
+    [ "$t" -lt "$_CS_RUN_T0" ]
 }
 
 # A cgroup of any live cosched run (ours have been killed by now): keep it.

@@ -12,8 +12,8 @@
 # cpuset controller, moves cores with sched_setaffinity on every thread below
 # it.  step_<S>/slurm stands for slurmstepd and must never be frozen.
 #
-# FAKE_ROOT is <cgroup2 mount>/cosched-fakeslurm/<pid of the test's shell>:
-# the "cosched" name puts it in common.bash's view (cleanup_cosched thaws and
+# FAKE_ROOT is <cgroup2 mount>/cosched-fakeslurm-<CS_RUN_ID>/<pid of the
+# test's shell>: the run's id keeps runs side by side apart; the "cosched" name puts it in common.bash's view (cleanup_cosched thaws and
 # removes it as a last resort); the pid of a live process of this bats run
 # makes every other run's helpers treat it as foreign (they neither count nor
 # touch it) while the test lives, and reclaim it if a dead test left it.
@@ -77,7 +77,7 @@ SYS_PYTHON=/usr/bin/python3
 fake_setup() {
     local v2
     v2=$(_cs_v2_mount)
-    FAKE_TOP=$v2/cosched-fakeslurm
+    FAKE_TOP=$v2/cosched-fakeslurm-$CS_RUN_ID
     FAKE_ROOT=$FAKE_TOP/$$
     FAKE_SCOPE=$FAKE_ROOT/system.slice/slurmstepd.scope
     mkdir -p "$FAKE_SCOPE"
@@ -167,16 +167,16 @@ fake_steps() {
 }
 
 # Slurm's cgroup v1 layout (proctrack/cgroup, task/cgroup), in the REAL v1
-# freezer and cpuset hierarchies, below a cosched-fakeslurm/<pid> directory
+# freezer and cpuset hierarchies, below a cosched-fakeslurm-<CS_RUN_ID>/<pid> directory
 # (reclaimed like the v2 tree):
-#   <mnt>/cosched-fakeslurm/<pid>/slurm_fake/uid_<U>/job_<J>/step_<S>[/task_<T>]
+#   <mnt>/cosched-fakeslurm-<CS_RUN_ID>/<pid>/slurm_fake/uid_<U>/job_<J>/step_<S>[/task_<T>]
 # the tasks sit in the step's freezer and in the cpuset task_<T> below the
 # step's.  Every cpuset level gets the machine's cpus and mems.
 v1_dir() {
     local m g
     m=$(_cs_v1_mount "$1")
-    local d=$m/cosched-fakeslurm/$$/slurm_fake/uid_${FAKE_V1_UID:-0}/job_$2/step_$3
-    for g in "$m"/cosched-fakeslurm/$$/slurm_fake/uid_*/job_"$2"/step_"$3"; do
+    local d=$m/cosched-fakeslurm-$CS_RUN_ID/$$/slurm_fake/uid_${FAKE_V1_UID:-0}/job_$2/step_$3
+    for g in "$m"/cosched-fakeslurm-$CS_RUN_ID/$$/slurm_fake/uid_*/job_"$2"/step_"$3"; do
         [ -d "$g" ] && d=$g
     done
     [ -n "${4:-}" ] && d=$d/$4
@@ -226,7 +226,7 @@ _fake_v1_teardown() {   # (-execdir: a test may leave trees deeper than PATH_MAX
     local c m top p
     for c in freezer cpuset; do
         m=$(_cs_v1_mount "$c")
-        top=$m/cosched-fakeslurm/$$
+        top=$m/cosched-fakeslurm-$CS_RUN_ID/$$
         [ -d "$top" ] || continue
         find "$top" -name cgroup.procs -execdir cat {} + 2>/dev/null | while read -r p; do
             kill -KILL "$p" 2>/dev/null || true
@@ -235,11 +235,11 @@ _fake_v1_teardown() {   # (-execdir: a test may leave trees deeper than PATH_MAX
     done
     for c in freezer cpuset; do
         m=$(_cs_v1_mount "$c")
-        top=$m/cosched-fakeslurm/$$
+        top=$m/cosched-fakeslurm-$CS_RUN_ID/$$
         [ -d "$top" ] || continue
         wait_for 5 "! find '$top' -name cgroup.procs -execdir cat {} + 2>/dev/null | grep -q ." || true
         find "$top" -depth -type d -execdir rmdir {} \; 2>/dev/null || true
-        rmdir "$m/cosched-fakeslurm" 2>/dev/null || true
+        rmdir "$m/cosched-fakeslurm-$CS_RUN_ID" 2>/dev/null || true
     done
 }
 

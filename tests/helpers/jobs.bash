@@ -18,6 +18,14 @@ two_pids() {
     a=$(cat a.pid) b=$(cat b.pid)
 }
 
+# stat_mark FILE: append the machine's CPU times (the "cpu" line of
+# /proc/stat) to FILE; before and after a run, for trace_check.py shares
+# TOL FILE, which compares the jobs' CPU time with what the rest of the
+# machine left them.
+stat_mark() {
+    grep '^cpu ' /proc/stat >> "$1"
+}
+
 # Number of cpus in a list such as 0-3,8
 cpulist_count() {
     python3 -c '

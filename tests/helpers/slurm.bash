@@ -12,8 +12,8 @@
 # Everything lives in SLURM_DIR (/tmp/cs.XXXXXX, or $1 of slurm_start;
 # removed by slurm_stop): slurm.conf, cgroup.conf, plugstack.conf, state, spool, logs,
 # pid files, a private munged and its socket.  The node gets a name of its
-# own (cs<pid>) and its own ports, so two test runs on one machine do not
-# meet: Slurm's cgroups are /sys/fs/cgroup/<controller>/slurm_<node>.
+# own (cs<CS_RUN_ID>, common.bash) and its own ports, so two test runs on one
+# machine do not meet: Slurm's cgroups are /sys/fs/cgroup/<controller>/slurm_<node>.
 #
 # Exported for the tests (and kept in $SLURM_DIR/env for a later process):
 #   SLURM_CONF      every client command needs it (no /etc/slurm/slurm.conf)
@@ -102,7 +102,7 @@ slurm_start() {
     [ -n "$dir" ] || { dir=$(mktemp -d /tmp/cs.XXXXXX) && chmod 755 "$dir"; }
     [ -n "${BATS_FILE_TMPDIR:-}" ] && echo "$dir" > "$BATS_FILE_TMPDIR/slurm.dir"
     SLURM_DIR=$dir
-    SLURM_NODE=cs$$
+    SLURM_NODE=cs$CS_RUN_ID
     SLURM_CGROUP=${SLURM_CGROUP:-v1}
     SLURM_NODES=$SLURM_NODE
     [ "${SLURM_NNODES:-1}" -lt 2 ] || SLURM_NODES="$SLURM_NODE ${SLURM_NODE}b"
@@ -339,11 +339,13 @@ _slurm_fail() {
 
 _slurm_alive() { local p; p=$(cat "$1" 2>/dev/null) && [ -n "$p" ] && pid_alive "$p"; }
 
-# Two free TCP ports in a row (slurmctld, slurmd), away from the defaults.
+# Two free TCP ports in a row (slurmctld, slurmd), away from the defaults,
+# searched from a place of this run's own (CS_RUN_ID): two runs starting
+# their clusters at the same moment do not pick the same free pair.
 _slurm_free_port() {
     local p used
     used=$(ss -Htan 2>/dev/null | awk '{ n = split($4, a, ":"); print a[n] }')
-    for ((p = 20000 + ($$ % 2000) * 4; p < 30000; p += 2)); do
+    for ((p = 20000 + (10#$CS_RUN_ID % 2000) * 4; p < 30000; p += 2)); do
         grep -qx "$p" <<< "$used" || grep -qx "$((p + 1))" <<< "$used" || { echo "$p"; return; }
     done
     echo 26817

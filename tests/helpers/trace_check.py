@@ -5,9 +5,10 @@
     trace_check.py TRACE tft   CPUS          every step runs at most two jobs, disjoint halves of CPUS
                                              (exactly two whenever two or more jobs were live)
     trace_check.py TRACE linux CPUS          every live job runs on all of CPUS in every step
-    trace_check.py TRACE shares TOL          in full steps, running jobs used >= (1-TOL) of their
-                                             cpus x duration summed over the steps, and each >= a tenth
-                                             of it in every step; at most (1+TOL) of it; frozen ~0
+    trace_check.py TRACE shares TOL [STAT]   in full steps, running jobs used >= (1-TOL) of the CPU
+                                             time available to them (below) summed over the steps, and
+                                             each >= a tenth of it in every step; at most (1+TOL) of
+                                             their cpus x duration; frozen ~0
     trace_check.py TRACE fair MAXDIFF        quanta run per job differ by at most MAXDIFF, counted
                                              over the steps in which every job was live
     trace_check.py TRACE steps               print the number of steps
@@ -25,7 +26,18 @@ Steps cut short by a job's end (end-start < 0.9 planned) are skipped by
 and to a tenth of it in each step (it ran): a burst of load from outside the
 test (other work on a 2-core CI machine) can take a single step's CPU, and
 failed one step by a thousandth while the run as a whole followed the plan.
+
+The CPU time available to a running job is its cpus x the step's duration,
+times the share of the machine that the rest of the machine left to the run:
+STAT (jobs.bash: stat_mark before and after the run) holds two "cpu" lines of
+/proc/stat; what the whole machine did between them less what the trace's
+jobs used is the others' CPU (other work, the test itself, cosched), and
+available = 1 - others / (cpus x wall).  On a quiet machine that is ~1; with
+two CPU hogs beside a run on 2 cores, ~0.5, and the jobs get about that
+(cosched(1) freezes and confines the jobs, it does not reserve cpus for them).
+Without STAT the whole machine counts as available.
 """
+import os
 import json
 import sys
 
@@ -100,6 +112,7 @@ def main():
         return
     if what == "shares":
         tol = float(arg)
+        avail = available(steps, sys.argv[4]) if len(sys.argv) > 4 else 1.0
         seen = set()
         checked = 0
         got_all = want_all = 0.0
@@ -117,11 +130,12 @@ def main():
                         fail("step %d: frozen job %d used %.3f s of CPU in %.3f s" % (s["seq"], j["id"], j["cpu_s"], dur))
                 elif j["state"] == "run":
                     want = len(cpulist(j["cpus"])) * dur
-                    if j["cpu_s"] < 0.1 * want:
-                        fail("step %d: running job %d used %.3f s of CPU, want >= %.3f (a tenth of %d cpus x %.3f s)"
-                             % (s["seq"], j["id"], j["cpu_s"], 0.1 * want, len(cpulist(j["cpus"])), dur))
+                    if j["cpu_s"] < 0.1 * avail * want:
+                        fail("step %d: running job %d used %.3f s of CPU, want >= %.3f (a tenth of %d cpus x %.3f s"
+                             " x %.2f available)"
+                             % (s["seq"], j["id"], j["cpu_s"], 0.1 * avail * want, len(cpulist(j["cpus"])), dur, avail))
                     got_all += j["cpu_s"]
-                    want_all += want
+                    want_all += avail * want
                     if j["cpu_s"] > (1 + tol) * want + 0.02:
                         fail("step %d: running job %d used %.3f s of CPU, more than its %d cpus x %.3f s"
                              % (s["seq"], j["id"], j["cpu_s"], len(cpulist(j["cpus"])), dur))
@@ -129,9 +143,9 @@ def main():
         if checked < 2:
             fail("only %d full running steps to check" % checked)
         if got_all < (1 - tol) * want_all:
-            fail("running jobs used %.3f s of CPU in all, want >= %.3f (their cpus x their steps' durations)"
-                 % (got_all, (1 - tol) * want_all))
-        print("checked %d running steps" % checked)
+            fail("running jobs used %.3f s of CPU in all, want >= %.3f (their cpus x their steps' durations"
+                 " x %.2f available)" % (got_all, (1 - tol) * want_all, avail))
+        print("checked %d running steps; %.2f of the machine was available to the run" % (checked, avail))
         return
     if what == "fair":
         maxdiff = int(arg)
@@ -152,6 +166,24 @@ def main():
         apart(steps, int(arg), sys.argv[4] if len(sys.argv) > 4 else "")
         return
     fail("unknown check " + what)
+
+
+def available(steps, statfile):
+    """The share of the machine's CPU time left to the run (module doc)."""
+    with open(statfile) as f:
+        marks = [[int(x) for x in line.split()[1:]] for line in f if line.startswith("cpu ")]
+    if len(marks) != 2:
+        fail("%s: want two 'cpu' lines of /proc/stat (stat_mark before and after the run), got %d"
+             % (statfile, len(marks)))
+    d = [b - a for a, b in zip(*marks)]
+    hz = os.sysconf("SC_CLK_TCK")
+    # user nice system idle iowait irq softirq steal (guest time is in user)
+    total = sum(d[:8]) / hz
+    busy = total - (d[3] + d[4]) / hz
+    jobs = sum(j["cpu_s"] for s in steps for j in s["jobs"])
+    others = max(0.0, busy - jobs)
+    avail = 1 - others / total if total > 0 else 1.0
+    return min(1.0, max(avail, 0.05))
 
 
 def apart(steps, njobs, how):
