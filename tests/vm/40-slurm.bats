@@ -67,6 +67,18 @@ frozen() {
         echo GONE
 }
 
+# step_cpus J S: the cores step J.S may use, as the kernel has them: the
+# nearest cpuset.cpus.effective from the step's user/ group up to its job's
+# group
+step_cpus() {
+    local d=$(user "$1" "$2")
+    for d in "$d" "${d%/user}" "${d%/step_*/user}"; do
+        [ -r "$d/cpuset.cpus.effective" ] && { cat "$d/cpuset.cpus.effective"; return; }
+    done
+    echo "no cpuset.cpus.effective from $(user "$1" "$2") up to its job's group" >&2
+    return 1
+}
+
 # tasks J S: the pids of step J.S's tasks (user/task_*/cgroup.procs)
 tasks() { cat "$(user "$1" "$2")"/task_*/cgroup.procs 2>/dev/null || true; }
 
@@ -122,7 +134,7 @@ start_steps() {
         seq+="$s1 "
         case $s1 in 10) run=1 ;; 01) run=0 ;; *) run= ;; esac
         if [ -n "$run" ]; then
-            eff=$(cat "$(user "$JOB" "$run")/cpuset.cpus.effective")
+            eff=$(step_cpus "$JOB" "$run")
             pid=$(tasks "$JOB" "$run" | head -n 1)
             th=$(task_cpus "$pid")
         fi
@@ -231,7 +243,7 @@ cpu_count() {
     start_steps gang 4 2
     wait_for 60 '[ "$(frozen $JOB 0)" = 1 ] || [ "$(frozen $JOB 1)" = 1 ]'
     local p s want
-    want=$(cat "$(slurm_step_dir "$JOB" 0)/cpuset.cpus.effective")
+    want=$(step_cpus "$JOB" 0)
     p=$(engine_pid)
     [ -n "$p" ]
     kill -KILL "$p"

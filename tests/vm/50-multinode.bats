@@ -83,8 +83,8 @@ teardown() {
     run srun -N2 -n2 -l bash -c 'echo "$(hostname) $(cut -d: -f3 /proc/self/cgroup)"'
     echo "$output"
     [ "$status" -eq 0 ]
-    [[ $output =~ vm1\ /system.slice/vm1_slurmstepd.scope/job_[0-9]+/step_0/user/task_ ]]
-    [[ $output =~ vm2\ /system.slice/vm2_slurmstepd.scope/job_[0-9]+/step_0/user/task_ ]]
+    [[ $output =~ vm1\ /system.slice/vm1_slurmstepd.scope/(job_[0-9]+|s[0-9A-Z]{13})/step_0/user/task_ ]]
+    [[ $output =~ vm2\ /system.slice/vm2_slurmstepd.scope/(job_[0-9]+|s[0-9A-Z]{13})/step_0/user/task_ ]]
 }
 
 # The job: 4 cpus on each node.  Step 0 spans both nodes; steps 1 and 2 run
