@@ -18,12 +18,14 @@ gang_scenario() {
     local be=$1
     backend_available "$be" || skip "backend $be not available here (needs root and its cgroup mount)"
     "$COSCHED" run --control "$be" --policy gang --quantum 200ms --trace t.jsonl \
-        -- "$PROGS/spin" -t 2 -c 1.0 -p a.pid ::: "$PROGS/spin" -t 2 -c 1.0 -p b.pid 2> err &
+        -- "$PROGS/spin" -t 2 -c 3.0 -p a.pid ::: "$PROGS/spin" -t 2 -c 3.0 -p b.pid 2> err &
     cs=$!
     two_pids
     # the kernel shows a held while b runs, then the other way round; both
     # read in one sample: on a loaded machine a 200 ms quantum can end
-    # between a read that found one held and the read of the other
+    # between a read that found one held and the read of the other.  Each
+    # job needs several quanta of CPU (3 s of it), so that on a loaded
+    # machine a is still there when the second look starts
     wait_for 10 'job_is_held "$a" && ! job_is_held "$b"'
     wait_for 10 'job_is_held "$b" && ! job_is_held "$a"'
     case $be in

@@ -317,10 +317,6 @@ _slurm_in_own_cgroup() {
     shift
     [ "${SLURM_CGROUP:-v1}" = v2 ] || { "$@"; return; }
     mkdir -p "$cg" || return 1
-    # the controllers a unit with Delegate=yes gets from systemd: Slurm up to
-    # 25.11 enables them itself (CgroupAutomount=yes), 26.05 no longer does
-    # (CgroupAutomount is defunct) and leaves a step without a cpuset
-    echo "+cpuset +cpu +memory" > "$CGROUP_ROOT/system.slice/cgroup.subtree_control" 2>/dev/null || true
     ( echo "$BASHPID" > "$cg/cgroup.procs" && exec "$@" )
 }
 

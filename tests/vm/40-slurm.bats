@@ -67,15 +67,19 @@ frozen() {
         echo GONE
 }
 
-# step_cpus J S: the cores step J.S may use, as the kernel has them: the
+# step_cpus J S: the cores step J.S may use: as the kernel has them, the
 # nearest cpuset.cpus.effective from the step's user/ group up to its job's
-# group
+# group; where Slurm made no cpuset there (26.05 in this VM binds the tasks
+# with task/affinity only), as Slurm has them (scontrol -d show job's
+# CPU_IDs on this node)
 step_cpus() {
-    local d=$(user "$1" "$2")
+    local d=$(user "$1" "$2") ids
     for d in "$d" "${d%/user}" "${d%/step_*/user}"; do
         [ -r "$d/cpuset.cpus.effective" ] && { cat "$d/cpuset.cpus.effective"; return; }
     done
-    echo "no cpuset.cpus.effective from $(user "$1" "$2") up to its job's group" >&2
+    ids=$(scontrol -d show job "$1" 2>/dev/null | grep -o 'CPU_IDs=[^ ]*' | head -1)
+    [ -n "$ids" ] && { echo "${ids#CPU_IDs=}"; return; }
+    echo "no cpuset.cpus.effective from $(user "$1" "$2") up to its job's group, nor CPU_IDs from scontrol" >&2
     return 1
 }
 
