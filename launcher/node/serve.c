@@ -1527,6 +1527,7 @@ out_parent:
         hwloc_bitmap_free(e.managed);
     cs_topo_free(e.topo);
     cs_strv_free(s.search, s.nsearch);
+    free(s.sj);
     if (lockfd >= 0)
         close(lockfd);
     if (logfd >= 0) {
