@@ -287,7 +287,11 @@ print(sum(1 for s in json.load(sys.stdin)[\"steps\"] if s[\"quanta_run\"] >= 1 a
     fake_task 7 0 0 a
     fake_task 7 0 1 a2
     fake_task 8 0 0 b
-    serve_start --policy gang --quantum 300ms
+    # quanta of 1 s: a look that spans a whole quantum (thawed and frozen
+    # again between its two reads of user/) would compare the tasks of one
+    # state with user/ of the next; on a loaded machine a look can take
+    # longer than 300 ms
+    serve_start --policy gang --quantum 1s
     registered 7 0 "$a" task=0 ntasks=2
     id=$ID
     registered 7 0 "$a2" task=1 ntasks=2
