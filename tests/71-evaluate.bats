@@ -128,7 +128,9 @@ for r in rows[1:]:
     t2.setdefault(r[6], []).append(r[0])
 assert {c: sorted(a) for c, a in t2.items()} == {c: sorted(a) for c, a in ev.TABLE2_CLASSES.items()}, t2
 want = {('low', 4): (0, 2, 2), ('medium', 4): (1, 2, 1), ('high', 4): (2, 2, 0),
-        ('low', 8): (0, 4, 4), ('medium', 8): (2, 4, 2), ('high', 8): (4, 4, 0)}
+        ('low', 8): (0, 4, 4), ('medium', 8): (2, 4, 2), ('high', 8): (4, 4, 0),
+        (ev.HIGH_N, 4): (2, 1, 1), (ev.HIGH_N, 8): (3, 3, 2)}
+assert ev.EXPERIMENTS['paper001']['extra_levels'] == [ev.HIGH_N] == ev.EXPERIMENTS['bwbound']['extra_levels']
 for exp in ('paper001', 'paper004'):
     classes = ev.EXPERIMENTS[exp]['classes']
     for (level, n), (s, c, nn) in want.items():
@@ -150,6 +152,8 @@ for exp in ('paper001', 'paper004'):
                 assert k == 1 or (k == 2 and need > len(classes[cls])), f'{app} x{k} in {m}'
         other = ev.draw_mixes(8, exp, classes, n, level)
         assert other != a, f'{exp} {n} {level}: seed 8 gives the mixes of seed 7'
+# paired wins/losses of mix means: a win or loss only beyond PAIR_TOL, on the mixes both have
+assert ev.paired({'a': 1.1, 'b': 1.0, 'c': 0.9, 'd': 1.002, 'e': 2}, {'a': 1.0, 'b': 1.0, 'c': 1.0, 'd': 1.0}) == (1, 1)
 # too few distinct mixes: refused with a message
 try:
     ev.draw_mixes(1, 'x', {'S': ['a'], 'C': ['b'], 'N': ['c']}, 4, 'low', count=2)

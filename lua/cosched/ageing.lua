@@ -49,6 +49,20 @@ top(entries, k [, skip]) -> the same by selection: one pass keeping the k
     when k is small); entries for which skip(e) is true are left out.
 older(a, b) -> a comes before b in that order.
 
+busy_threads([probe]) -> bt
+    The threads each job keeps busy (F-LCA's threads = used).
+bt:observe(snap)
+    A job that ran since the previous observe and left half a CPU or more of
+    the CPUs it was given idle (last.cpu / last.wall < last.ncpus - 0.5) in
+    two such steps in a row is trimmed to ceil(used - 0.2) threads (at
+    least 1; the larger of the two); a step in which it was given more
+    than that and used them (within half a CPU) undoes the trim.
+bt:get(job) -> threads
+    job.team (the OpenMP team size the shim reports) when present, capped
+    by job.threads; else the trimmed count, except one run in `probe`
+    (default 8), when it is job.threads again so that a team sized while
+    folded can grow; else job.threads.
+
 tracker(reference) -> tr
     Keeps each job's last contention penalty between epochs.
     reference = "standalone": Progress against IPC_standalone, literally
@@ -63,6 +77,8 @@ tr:observe(snap, info)
     counted (cosched.characterize.job_ipc) gets a new CP; otherwise it
     keeps the one it had (the "last quantum" is the last one it ran).
 tr:cp(id) -> number (0 when never measured)
+tr.fresh[id] -> IPC_last / IPC_standalone of the jobs measured anew by the
+    last observe (their speed against alone on the node), else nil
 ]==]
 
 local ch = require "cosched.characterize"
@@ -183,6 +199,7 @@ end
 
 function T:observe(snap, info)
   local live = {}
+  self.fresh = {}
   for _, job in ipairs(snap.jobs) do
     local id = job.id
     live[id] = true
@@ -196,6 +213,7 @@ function T:observe(snap, info)
       end
       local p = M.progress(ipc, ref)
       if p then self.cps[id] = M.cp(p) end
+      self.fresh[id] = M.progress(ipc, i.ipc_standalone)
     end
     self.runs[id] = job.quanta_run
   end
@@ -231,6 +249,59 @@ function P:entries(snap, ctx, tr, w, with_fp)
     entries[i] = x
   end
   return entries
+end
+
+local B = {}
+B.__index = B
+
+function M.busy_threads(probe)
+  return setmetatable({ eff = {}, low = {}, want = {}, runs = {}, at = {}, probe = probe or 8 }, B)
+end
+
+function B:observe(snap)
+  local live = {}
+  for _, job in ipairs(snap.jobs) do
+    local id = job.id
+    live[id] = true
+    local l = job.last
+    if (self.runs[id] or -1) < job.quanta_run and l and l.ran ~= false
+        and type(l.wall) == "number" and l.wall > 0 and type(l.cpu) == "number" and type(l.ncpus) == "number" then
+      local u, given = l.cpu / l.wall, l.ncpus
+      if u < given - 0.5 then                       -- half a CPU or more of its cores idle
+        self.low[id] = (self.low[id] or 0) + 1
+        self.want[id] = math.max(self.want[id] or 0, math.max(1, math.ceil(u - 0.2)))
+        if self.low[id] >= 2 then                   -- twice in a row: trim
+          if not self.eff[id] or self.want[id] < self.eff[id] then self.at[id] = job.quanta_run end
+          self.eff[id] = self.want[id]
+          self.low[id], self.want[id] = 0, nil
+        end
+      else
+        self.low[id], self.want[id] = 0, nil
+        local e = self.eff[id]
+        if e and given > e then self.eff[id] = nil end  -- given more and used it: declared again
+      end
+    end
+    self.runs[id] = job.quanta_run
+  end
+  for id in pairs(self.runs) do
+    if not live[id] then
+      self.runs[id], self.eff[id], self.low[id], self.want[id], self.at[id] = nil, nil, nil, nil, nil
+    end
+  end
+end
+
+function B:get(job)
+  local t = job.threads
+  local team = job.team
+  if type(team) == "number" and team >= 1 and team == team then
+    return t and math.min(t, team) or team
+  end
+  local e = self.eff[job.id]
+  if not e or (t and e >= t) then return t end
+  -- a trimmed job gets its declared threads one run in `probe` (a team
+  -- sized while folded grows only when it is given more cores)
+  if (job.quanta_run - (self.at[job.id] or 0)) % self.probe == self.probe - 1 then return t end
+  return e
 end
 
 function M.fill_order(ctx, entries)

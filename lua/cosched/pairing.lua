@@ -22,6 +22,32 @@ lca(list) -> units
     alone: the unit { x }.  Every entry appears in exactly one unit.  Each
     entry is touched a constant number of times: O(n).
 
+match(list, score) -> units
+    A maximum-weight matching of the entries under score(a, b) (symmetric;
+    ties: the first found, in list order): every matching is tried up to 10
+    entries (945 for 10), a greedy one above (pairs by score, descending);
+    with an odd count one entry is left alone.  F-LCA's pairing = measured.
+
+compatible(a, b) -> bool
+    LCA's rule for two classes: N with anything, S with S, C with C (never
+    S with C); unknown counts as N.
+
+complete(units, order, taken [, any]) -> units
+    Pair completion (F-LCA, issue #24): each unit of one entry x (LCA's
+    leftover) takes the first entry y of order (candidates in the policy's
+    order of preference: the oldest first) that is not taken (taken[id]),
+    not gang-only (y.gang) and compatible with x; y is then taken.  A
+    leftover with no such candidate stays alone (any: every class is
+    compatible, for measured pairing).  The leftovers choose in
+    order's order (the oldest first).  In place; O(units + order x leftovers).
+
+pair_lone(units, order, taken) -> units
+    After complete: each unit of one class S entry (S does not scale: alone
+    it leaves its group's cores next to useless) takes the first entry of
+    order that is alone in units or not taken, of any class and not
+    gang-only; a single it takes is emptied (units with no entry are to be
+    skipped).  In place.
+
 topbottom(list, key) -> units
     LBB / LLC-MRB (Sec. 2): "sorts applications by [key] and forms execution
     groups by selecting the first from the top and bottom of the list, then
@@ -64,8 +90,10 @@ place(snap, units, budget, fold, split [, fill]) -> jobs, shared
     Units beyond the number of groups the budget allows are not placed
     (returned as the third value, a count of placed units).
     fill = { ctx = src:begin's ctx, order = function -> ready jobs in the
-    policy's order of preference } (nil: the old behaviour, nothing
-    trimmed): arbitrary thread counts (Sec. 6).  A job with fewer threads
+    policy's order of preference, threads = optional function(job) -> the
+    threads the job keeps busy (default job.threads), any = optional true:
+    fill_holes' last pass } (nil: the old behaviour, nothing trimmed):
+    arbitrary thread counts (Sec. 6).  A job with fewer threads
     than the cores of its part gets that many whole cores (the first ones
     in topology order); an unfolded pair gets the larger of the two counts,
     both on the same cores.  The cores left in a group are its hole, filled
@@ -77,7 +105,10 @@ fill_holes(snap, jobs, holes, fill)
     step, then jobs of a class that does not conflict with the group's jobs
     under LCA's rule (never S beside C in one LLC group); never gang-only
     jobs (they run alone); each filler gets min(threads, cores left) whole
-    cores of the hole, which no other job of the step has.  fill.order() is
+    cores of the hole, which no other job of the step has.  With fill.any,
+    cores still left then go to the first waiting jobs of any class
+    (work-conserving: a core to nobody while a job waits frozen is worse
+    than S beside C).  fill.order() is
     called only when a hole exists: full-width jobs cost nothing.
 
 CHARACTERIZATION GLUE
@@ -156,6 +187,125 @@ function M.lca(list)
     local x = pop("S")
     if not x then break end
     cosched_(x, pop("S"))
+  end
+  return units
+end
+
+-- the units of a maximum-weight matching of list (entries) under
+-- score(a, b) (symmetric): exhaustive up to 10 entries, greedy above; with
+-- an odd count one entry is left alone (the one whose absence scores best)
+function M.match(list, score)
+  local n = #list
+  if n <= 1 then return n == 1 and { { list[1] } } or {} end
+  if n > 10 then
+    local cand = {}
+    for i = 1, n do
+      for j = i + 1, n do cand[#cand + 1] = { i, j, score(list[i], list[j]) } end
+    end
+    table.sort(cand, function(a, b)
+      if a[3] ~= b[3] then return a[3] > b[3] end
+      if a[1] ~= b[1] then return a[1] < b[1] end
+      return a[2] < b[2]
+    end)
+    local used, units = {}, {}
+    for _, c in ipairs(cand) do
+      if not used[c[1]] and not used[c[2]] then
+        used[c[1]], used[c[2]] = true, true
+        units[#units + 1] = { list[c[1]], list[c[2]] }
+      end
+    end
+    for i = 1, n do if not used[i] then units[#units + 1] = { list[i] } end end
+    return units
+  end
+  local best, bestv, cur, used = nil, -math.huge, {}, {}
+  local alone_ok = n % 2 == 1
+  local function rec(v, lone)
+    local i = 1
+    while i <= n and used[i] do i = i + 1 end
+    if i > n then
+      if v > bestv + 1e-12 then
+        bestv = v
+        best = {}
+        for k, u in ipairs(cur) do best[k] = u end
+      end
+      return
+    end
+    used[i] = true
+    if alone_ok and not lone then
+      cur[#cur + 1] = { list[i] }
+      rec(v, true)
+      cur[#cur] = nil
+    end
+    for j = i + 1, n do
+      if not used[j] then
+        used[j] = true
+        cur[#cur + 1] = { list[i], list[j] }
+        rec(v + score(list[i], list[j]), lone)
+        cur[#cur] = nil
+        used[j] = false
+      end
+    end
+    used[i] = false
+  end
+  rec(0, false)
+  return best
+end
+
+-- LCA's rule for a pair: N goes with anything, S with S, C with C
+function M.compatible(a, b)
+  a, b = M.norm_class(a), M.norm_class(b)
+  return a == "N" or b == "N" or a == b
+end
+
+function M.complete(units, order, taken, any)
+  local singles = {}
+  for _, u in ipairs(units) do
+    if #u == 1 then singles[#singles + 1] = u end
+  end
+  if #singles == 0 then return units end
+  local pos = {}
+  for i, e in ipairs(order) do pos[e.id] = i end
+  -- the oldest leftover chooses first
+  table.sort(singles, function(a, b) return (pos[a[1].id] or math.huge) < (pos[b[1].id] or math.huge) end)
+  local from = 1
+  for _, u in ipairs(singles) do
+    local x = u[1]
+    while order[from] and taken[order[from].id] do from = from + 1 end
+    for i = from, #order do
+      local y = order[i]
+      if not taken[y.id] and not y.gang and (any or M.compatible(x.class, y.class)) then
+        u[2] = y
+        taken[y.id] = true
+        break
+      end
+    end
+  end
+  return units
+end
+
+function M.pair_lone(units, order, taken)
+  local pos, single = {}, {}
+  for i, e in ipairs(order) do pos[e.id] = i end
+  local singles = {}
+  for _, u in ipairs(units) do
+    if #u == 1 then singles[#singles + 1] = u; single[u[1].id] = u end
+  end
+  if #singles == 0 then return units end
+  table.sort(singles, function(a, b) return (pos[a[1].id] or math.huge) < (pos[b[1].id] or math.huge) end)
+  for _, u in ipairs(singles) do
+    local x = u[1]
+    if x and not u[2] and M.norm_class(x.class) == "S" then
+      for _, y in ipairs(order) do
+        local su = single[y.id]
+        if y.id ~= x.id and not y.gang and ((su and su[1] == y and not su[2]) or not taken[y.id]) then
+          u[2] = y
+          taken[y.id] = true
+          if su then su[1] = nil; single[y.id] = nil end
+          single[x.id] = nil
+          break
+        end
+      end
+    end
   end
   return units
 end
@@ -313,7 +463,7 @@ function M.place(snap, units, budget, fold, split, fill)
   -- has fewer threads than c has cores; the cores left are the group's hole
   local function put(id, c, gi, same_as)
     local job = byid and byid[id]
-    local t = job and job.threads
+    local t = job and (fill.threads and fill.threads(job) or job.threads)
     if not t or t >= #c then
       jobs[#jobs + 1] = { id = id, cpus = c }
       return
@@ -349,8 +499,11 @@ function M.place(snap, units, budget, fold, split, fill)
       else
         -- unfolded: both on the same cpus (the kernel time-shares them);
         -- trimmed to the larger thread count, one hole for the pair
-        local ta = byid and byid[u[1]] and byid[u[1]].threads or math.huge
-        local tb = byid and byid[u[2]] and byid[u[2]].threads or math.huge
+        local function th(id)
+          local job = byid and byid[id]
+          return job and (fill.threads and fill.threads(job) or job.threads) or math.huge
+        end
+        local ta, tb = th(u[1]), th(u[2])
         local first, second = u[1], u[2]
         if tb > ta then first, second = u[2], u[1] end
         local c = put(first, g, i)
@@ -414,7 +567,7 @@ function M.fill_holes(snap, jobs, holes, fill)
       head[cls] = head[cls] + 1
       busy[job.id] = true
       local left = #cores - pos + 1
-      local t = math.max(1, math.min(job.threads or left, left))
+      local t = math.max(1, math.min((fill.threads and fill.threads(job)) or job.threads or left, left))
       jobs[#jobs + 1] = { id = job.id, cpus = flat(cores, pos, pos + t - 1) }
       pos = pos + t
       h.classes[cls] = true
@@ -426,6 +579,14 @@ function M.fill_holes(snap, jobs, holes, fill)
     while pos <= #cores do
       local rs = not h.classes.C and skip("S") or nil
       local rc = not h.classes.S and skip("C") or nil
+      if rs and (not rc or rs < rc) then take("S")
+      elseif rc then take("C")
+      else break end
+    end
+    -- pass 3 (fill.any): a core left to nobody while a job waits frozen is
+    -- worse than S beside C: the first candidates of either class
+    while fill.any and pos <= #cores do
+      local rs, rc = skip("S"), skip("C")
       if rs and (not rc or rs < rc) then take("S")
       elseif rc then take("C")
       else break end

@@ -18,8 +18,8 @@ memory hierarchies).
   look older than streaming ones (FP ~ 0) and take the epoch's K slots; the
   S jobs ran below what Gang gives them (8 jobs, high contention: S 0.81,
   C 1.42 of Gang, median 1.01; with w3 = 1: S 1.02, C 1.28, median 1.15).
-  With CP measured against IPC_standalone (below) a folded job's CP holds
-  its folding loss too, so w3 = 2 counts folding about three times.
+  (Measured with cp_ref = standalone, under which a folded job's CP holds
+  its folding loss too, so w3 = 2 counted folding about three times.)
   --policy-opt w3=2 restores the paper's weights.
   "F-LCA sorts all applications by Age, and selects a constant subset of K
   applications with the highest Age to be scheduled in the next epoch, i.e.
@@ -41,15 +41,16 @@ Plan, every epoch:
        n   = live jobs, TQ = snap.quantum.
        CP  = 1 - IPC_last / IPC_ref, clamped to [0, 1], from the last step
              the job ran that was counted (kept while it is frozen).
-             IPC_last = ch.job_ipc(job); IPC_ref = IPC_standalone, as the
-             paper says ("Progress = IPC_last_quantum / IPC_standalone",
-             Sec. 4.3, which F-LCA's age reuses): a folded job's CP then
-             holds its folding slowdown too, so the ageing pays a folded
-             job back for both.  cp_ref = nearest takes IPC_folded instead
-             when that step used a core count nearer the folded than the
-             standalone one (CP as contention only, FP as folding only);
-             that reading counts the folding penalty once where the paper
-             can be read to count it twice.  Not counted: CP = 0.
+             IPC_last = ch.job_ipc(job).  IPC_ref (cp_ref = nearest, the
+             default): IPC_folded when that step used a core count nearer
+             the folded than the standalone one, else IPC_standalone: CP is
+             the contention penalty only, and folding is counted once, by
+             FP.  cp_ref = standalone reads the paper literally ("Progress =
+             IPC_last_quantum / IPC_standalone", Sec. 4.3, written for FOP,
+             which does not fold): a folded job's CP then holds its folding
+             loss and FP adds it again, so a folded C job looked 0.7-0.9
+             age units older than a folded S job and got 1.26x Gang's CPU,
+             S 0.73x (issue #24).  Not counted: CP = 0.
        FP  = the characterization's 1 - IPC_folded / IPC_standalone,
              clamped to [0, 1]; unknown: 0.
      Without counters CP = FP = 0 and the age is WT / (n TQ): the K jobs
@@ -65,6 +66,21 @@ Plan, every epoch:
      to gang scheduling for them"); the others, in age order, are paired
      by LCA Algorithm 1 (cosched.pairing.lca: N with S, then C, then N; C
      with C; S with S; an odd one alone).  Class unknown counts as N.
+     Pair completion (complete = yes): a job LCA leaves alone (an odd
+     number of S and of C among the selected) takes the oldest unselected
+     ready job LCA allows beside it (cosched.pairing.complete: N with any,
+     S with S, C with C), the oldest leftover first; alone otherwise.  A
+     lone S job forfeits its folding gain for a whole quantum and leaves
+     its half of the node to no one else: 27.7 % of node time on one of
+     the evaluation's 8-job mixes before (issue #24).
+     Lone S (lone = any): an S job still alone (no compatible job left,
+     e.g. n = K = 4 with 2 S, 1 C, 1 N: LCA pairs N with S and leaves an S
+     and a C) takes the oldest job that is alone or unselected, whatever
+     its class (pairing.pair_lone): an S job does not scale, so alone it
+     gains nearly nothing from the other half of the node while the other
+     job waits frozen.  Measured on the evaluation's high-contention mixes
+     with N apps (4 jobs): mean of mix means 1.19 -> 1.36 of Gang (tft
+     1.37); no cell worse.  lone = alone: both alone, as Algorithm 1.
   5. Steps (how the units share the epoch): the units are cut into rounds
      (cosched.pairing.rounds): a gang-only unit is a round alone, on all the
      budget CPUs, one quantum; the other units go D per round, unit i on
@@ -79,6 +95,31 @@ Plan, every epoch:
      for two quanta, the CPU time Gang gives it in one.
      While a characterization is pending only the first round runs, one
      quantum long.
+  Cores per job (threads = used): a job gets as many whole cores as the
+     threads it keeps busy (cosched.ageing.busy_threads: job.team, the
+     OpenMP team size, when the job reports it; else from last.cpu /
+     last.wall, trimmed after two steps in a row that left half a CPU or
+     more idle, its declared width again one run in 8 and whenever it uses
+     it); the cores left are filled (pairing.fill_holes), and with holes =
+     any those no compatible job takes go to waiting jobs of any class:
+     never a core to nobody while a job waits frozen.
+  Measured pairing (pairing = measured; not the default: in the
+     evaluation's paper-001 mixes it won at 4 jobs and lost at 8, see
+     docs/eval/issue24.md): instead of LCA's rule, the selected jobs are
+     paired to maximise the sum over both members of est[class][partner's
+     class], a job's speed beside such a partner (IPC_last /
+     IPC_standalone, from cosched.ageing's tracker: tr.fresh), learned
+     from the steps the policy ran (each job's last step was beside the
+     partner the previous plan gave it), smoothed (weight 0.3 per new
+     sample); a class pair with fewer than `confidence` samples counts as
+     1.5, above any folded speed, so untried pairs are tried.  Pair
+     completion then takes the oldest unselected job of any class.
+     Without counters (or characterize = no) nothing is learned and every
+     pair is untried: the pairing is by age order only.
+  Round durations (round_time = age): when every ready job is selected
+     (n = K) the rounds' durations are proportional to their jobs' mean
+     age, within 0.5-1.5 of the even share (the epoch's length kept); the
+     default (equal) gives each round pair_quanta quanta.
   6. An epoch runs to its end.  The engine asks for a new plan whenever a
      job's instance ends - also when it restarts at once under --window -
      which cuts the step in progress.  Paper 001's epoch is K quanta, so
@@ -87,9 +128,12 @@ Plan, every epoch:
      slack), the rest of the epoch is planned again instead of a new
      selection: the round in progress for its time left (when that is at
      least a tenth of a quantum), then the later rounds, the same units in
-     the same order; jobs that left are taken out of their units (the
-     partner of a departed job gets the pair's whole group), and jobs that
-     arrived wait for the next epoch.  Re-sorting the rounds at every
+     the same order; jobs that left are taken out of their units, and the
+     partner of a departed job takes the oldest ready job of no unit of the
+     epoch that LCA allows beside it (departures = fill: its half never
+     idles while a job waits, as under tft; departures = keep: the partner
+     gets the pair's whole group); other jobs that arrived wait for the
+     next epoch.  Re-sorting the rounds at every
      restart would drop the younger rounds again and again (C jobs carry
      the larger FP, so S-S rounds starved; issue #11).  Not continued: when
      a characterization is pending (its epochs are one quantum anyway) and
@@ -130,7 +174,16 @@ Hierarchy and thread counts (paper 001 Sec. 6): cosched-policy(7), SHIPPED POLIC
 
 Parameters (--policy-opt key=value):
   k = auto           jobs per epoch per island (LLC domain / NUMA node): auto (4 if >= 4 jobs, else 2) or an even integer >= 2
-  cp_ref = standalone  reference of CP's Progress: standalone (the paper) or nearest (IPC_folded for a folded step)
+  cp_ref = nearest   reference of CP's Progress: nearest (IPC_folded for a folded step) or standalone (the paper, literally)
+  complete = yes     pair completion (step 4); no: LCA's leftover runs alone
+  lone = any         an S job still alone after completion takes the oldest job alone or unselected, any class
+  departures = fill  a departed job's half to the oldest compatible waiting job (step 6); keep: to its partner
+  holes = any        cores no compatible job fills go to any waiting job; compatible: they stay idle
+  threads = used     cores from the threads a job keeps busy; declared: job.threads
+  round_time = equal at n = K: equal rounds; age: in proportion to the rounds' ages
+  pairing = lca      lca: Algorithm 1; measured: the pairs of the selected jobs that maximise the sum of
+                     their measured speeds beside each other (pairing.match), learned per class pair
+  confidence = 3     pairing = measured: samples before a class pair's estimate is trusted
   w1 = 1, w2 = 1, w3 = 1   age weights (w1 > 0, w2, w3 >= 0; the paper's w3 is 2: see above)
   pair_quanta = 2    quanta per round holding a pair (integer >= 1)
   split = auto       where halves are cut: auto, llc, numa, core, pu
@@ -150,12 +203,52 @@ local ageing = require "cosched.ageing"
 
 local pool = ageing.pool()              -- id -> its entry, refilled each plan
 local src, tr, k_param, split, pair_quanta, continue_epoch
+local complete, depart_fill, holes_any, round_age, used_threads, lone_any
+-- pairing = measured: est[a][b] = { v =, n = }: a class-a job's speed beside
+-- a class-b job (IPC_last / IPC_standalone), smoothed; partner[id] = the
+-- partner the last plan gave the job (false: alone)
+local measured, confidence, est, partner
+local OPTIMISTIC = 1.5                  -- an untried pair's value: above any folded speed, so it is tried
+local ALPHA = 0.3                       -- weight of a new sample
+
+local function learn(ctx)
+  for id, rel in pairs(tr.fresh) do
+    local other = partner[id]
+    local a, b = ctx.info[id], other and ctx.info[other]
+    if a and b and rel == rel and rel >= 0 and rel < 4 then
+      local row = est[a.class] or {}
+      est[a.class] = row
+      local e = row[b.class]
+      if not e then row[b.class] = { v = rel, n = 1 }
+      else e.v, e.n = e.v + ALPHA * (rel - e.v), e.n + 1 end
+    end
+  end
+end
+
+local function value(a, b)
+  local e = est[a] and est[a][b]
+  if not e or e.n < confidence then return OPTIMISTIC end
+  return e.v
+end
+
+local function pair_score(x, y)
+  return value(x.class, y.class) + value(y.class, x.class)
+end
 -- the epoch in progress: { t0 = snap.now of its plan, rounds = { { units =,
 -- gang =, dur = }, ... } } (step 6); nil when none may be continued
 local epoch
 
--- the rest of the epoch in progress, as rounds, or nil when it is over
-local function rest_of_epoch(snap, ctx)
+-- the ready entries in age order (oldest first), sorted once per plan
+local function age_order(st)
+  if not st.order then st.order = ageing.select(st.entries, #st.entries) end
+  return st.order
+end
+
+-- the rest of the epoch in progress, as rounds, or nil when it is over.
+-- st = { entries = this plan's aged entries }: with departures = fill, a
+-- pair whose member left takes the oldest compatible ready job that is in
+-- no unit of the epoch (the epoch record is updated: it keeps the new pair)
+local function rest_of_epoch(snap, ctx, st)
   local ep = epoch
   if not ep or type(snap.now) ~= "number" then return nil end
   local tq = snap.quantum
@@ -172,6 +265,17 @@ local function rest_of_epoch(snap, ctx)
         local keep = {}
         for _, id in ipairs(u) do
           if ctx.byid[id] then keep[#keep + 1] = id end
+        end
+        if #keep == 1 and #u == 2 and depart_fill and not r.gang then
+          local x = ctx.info[keep[1]]
+          for _, y in ipairs(age_order(st)) do
+            if not ep.member[y.id] and not y.gang and x and pairing.compatible(x.class, y.class) then
+              ep.member[y.id] = true
+              keep[2] = y.id
+              u[1], u[2] = keep[1], y.id
+              break
+            end
+          end
         end
         if #keep > 0 then units[#units + 1] = keep end
       end
@@ -198,7 +302,15 @@ return {
   description = "F-LCA: each epoch the K oldest jobs (waiting, contention, folding), LCA-paired and folded (paper 001 Sec. 4.4)",
   params = {
     k = { default = "auto", help = "jobs per epoch per island (LLC domain, split by NUMA node): auto (4 if 4 or more jobs, else 2) or an even integer >= 2" },
-    cp_ref = { default = "standalone", help = "CP's reference: standalone (IPC_last / IPC_standalone, the paper) or nearest (IPC_folded for a folded step)" },
+    cp_ref = { default = "nearest", help = "CP's reference: nearest (IPC_folded for a folded step: CP is contention only, folding counted once by FP) or standalone (IPC_last / IPC_standalone)" },
+    complete = { default = "yes", help = "yes: an LCA leftover takes the oldest unselected compatible job as partner; no: it runs alone" },
+    lone = { default = "any", help = "any: an S job left without a compatible partner takes the oldest job alone or unselected, of any class; alone: it runs alone" },
+    departures = { default = "fill", help = "fill: a job leaving mid-epoch leaves its cores to the oldest compatible waiting job; keep: to its partner" },
+    holes = { default = "any", help = "any: cores no compatible job fills go to any waiting job; compatible: they stay idle (LCA's rule first)" },
+    pairing = { default = "lca", help = "lca: paper 001's Algorithm 1; measured: pairs that maximise the jobs' measured speed beside each other, learned per class pair (untried pairs tried first)" },
+    confidence = { default = 3, help = "pairing = measured: samples of a class pair before its estimate is trusted" },
+    round_time = { default = "equal", help = "at n = K (every job selected): equal rounds, or age: round durations in proportion to the rounds' ages" },
+    threads = { default = "used", help = "used: a job gets as many cores as the threads it keeps busy (CPU time per step, job.team), with hysteresis; declared: job.threads" },
     w1 = { default = 1, help = "age weight of waiting time WT/(n TQ), > 0" },
     w2 = { default = 1, help = "age weight of the contention penalty CP, >= 0" },
     w3 = { default = 1, help = "age weight of the folding penalty FP, >= 0 (the paper's is 2)" },
@@ -235,27 +347,48 @@ return {
       error(("cp_ref = '%s': expected standalone or nearest"):format(tostring(params.cp_ref)), 0)
     end
     tr = ageing.tracker(params.cp_ref)
+    local function choice(key, a, b)
+      local v = params[key]
+      if v ~= a and v ~= b then
+        error(("%s = '%s': expected %s or %s"):format(key, tostring(v), a, b), 0)
+      end
+      return v == a
+    end
+    complete = choice("complete", "yes", "no")
+    lone_any = choice("lone", "any", "alone")
+    depart_fill = choice("departures", "fill", "keep")
+    holes_any = choice("holes", "any", "compatible")
+    round_age = choice("round_time", "age", "equal")
+    used_threads = choice("threads", "used", "declared") and ageing.busy_threads() or nil
+    measured = choice("pairing", "measured", "lca")
+    confidence = number(params, "confidence", 1)
+    est, partner = {}, {}
   end,
 
   plan = function(snap)
     local ctx = src:begin(snap)
     tr:observe(snap, ctx.info)
+    if measured then learn(ctx) end
+    if used_threads then used_threads:observe(snap) end
     local n, tq = #snap.jobs, snap.quantum
     local entries = pool:entries(snap, ctx, tr, W, true)
+    local st = { entries = entries }
     local steps = {}
     if #entries > 0 and #ctx.budget > 0 then
       -- residual cores: the ready jobs in age order (pairing.fill_holes),
       -- sorted only when a hole exists, once per plan
-      local fill = { ctx = ctx, order = ageing.fill_order(ctx, entries) }
-      local rounds = continue_epoch and not ctx.pending and rest_of_epoch(snap, ctx)
+      local fill = { ctx = ctx, order = ageing.fill_order(ctx, entries), any = holes_any or nil,
+                     threads = used_threads and function(job) return used_threads:get(job) end or nil }
+      local rounds = continue_epoch and not ctx.pending and rest_of_epoch(snap, ctx, st)
       if not rounds then
         rounds = {}
         local D = pairing.domains(snap, ctx.budget)
         local K = (k_param or ageing.k_default(n)) * D
         local sel = ageing.select(entries, K)
-        local rank, gang, units, foldable = {}, {}, {}, {}
+        local rank, gang, units, foldable, member, age = {}, {}, {}, {}, {}, {}
         for r, e in ipairs(sel) do
           rank[e.id] = r
+          member[e.id] = true
           if e.gang then
             gang[e.id] = true
             units[#units + 1] = { e.id }
@@ -263,15 +396,27 @@ return {
             foldable[#foldable + 1] = e
           end
         end
-        for _, u in ipairs(pairing.lca(foldable)) do
-          units[#units + 1] = u[2] and { u[1].id, u[2].id } or { u[1].id }
+        local lunits = measured and pairing.match(foldable, pair_score) or pairing.lca(foldable)
+        if complete and #sel < #entries then
+          for _, u in ipairs(lunits) do
+            if not u[2] then pairing.complete(lunits, age_order(st), member, measured or nil) break end
+          end
         end
+        -- a leftover that cannot use a whole group (class S: it does not
+        -- scale) and found no compatible partner takes the oldest job still
+        -- alone or unselected, whatever its class (lone = any): a lone S job
+        -- would leave half its cores idle in effect while that job waits
+        if lone_any and not measured then pairing.pair_lone(lunits, age_order(st), member) end
+        for _, u in ipairs(lunits) do
+          if u[1] then units[#units + 1] = u[2] and { u[1].id, u[2].id } or { u[1].id } end
+        end
+        for _, e in ipairs(entries) do age[e.id] = e.age end
         rounds = pairing.rounds(units, D, gang)
         local best = {}
         for _, r in ipairs(rounds) do
           local b = math.huge
           for _, u in ipairs(r.units) do
-            for _, id in ipairs(u) do b = math.min(b, rank[id]) end
+            for _, id in ipairs(u) do b = math.min(b, rank[id] or math.huge) end
           end
           best[r] = b
         end
@@ -282,7 +427,32 @@ return {
           for _, u in ipairs(r.units) do if #u == 2 then haspair = true end end
           r.dur = (haspair and not ctx.pending) and math.min(pair_quanta * tq, 3600) or tq
         end
-        epoch = (not ctx.pending) and { t0 = snap.now, rounds = rounds } or nil
+        -- n = K: every ready job runs every epoch, so selection cannot
+        -- favour the older; the rounds' durations do (round_time = age)
+        if round_age and not ctx.pending and #sel == #entries and #rounds >= 2 then
+          local total, wsum, w = 0, 0, {}
+          for _, r in ipairs(rounds) do
+            local a, m = 0, 0
+            for _, u in ipairs(r.units) do
+              for _, id in ipairs(u) do a, m = a + (age[id] or 0), m + 1 end
+            end
+            w[r] = math.max(a / math.max(m, 1), 1e-3)
+            total, wsum = total + r.dur, wsum + w[r]
+          end
+          for _, r in ipairs(rounds) do
+            local even = total / #rounds
+            r.dur = math.max(0.5 * even, math.min(1.5 * even, total * w[r] / wsum))
+          end
+        end
+        epoch = (not ctx.pending) and { t0 = snap.now, rounds = rounds, member = member } or nil
+      end
+      if measured then
+        for _, r in ipairs(rounds) do
+          for _, u in ipairs(r.units) do
+            partner[u[1]] = u[2] or false
+            if u[2] then partner[u[2]] = u[1] end
+          end
+        end
       end
       for _, r in ipairs(rounds) do
         local jobs, shared = pairing.place(snap, r.units, ctx.budget, true, split, not r.gang and fill or nil)

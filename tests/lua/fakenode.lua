@@ -83,7 +83,7 @@ function Node:add(spec)
   local j = { id = id, name = spec.name or ("job" .. id), threads = spec.threads or #self.topo.cpus,
               class = spec.class, priority = 0, runs = 0, waited = 0.0, quanta_run = 0,
               quanta_frozen = 0, cpu_time = 0, frozen = false, cpus = self.topo.cpus,
-              ipc = spec.ipc or 1.0, last_end = self.now }
+              ipc = spec.ipc or 1.0, last_end = self.now, busy = spec.busy, team = spec.team }
   self.jobs[#self.jobs + 1] = j
   self.runs[id] = {}
   return id
@@ -102,7 +102,7 @@ function Node:snapshot(params)
     jobs[i] = { id = j.id, name = j.name, threads = j.threads, class = j.class, priority = 0,
                 runs = 0, waited = j.waited, quanta_run = j.quanta_run,
                 quanta_frozen = j.quanta_frozen, cpu_time = j.cpu_time, frozen = j.frozen,
-                cpus = j.cpus, last = j.last }
+                cpus = j.cpus, last = j.last, team = j.team }
   end
   local snap = { api = 1, epoch = self.epoch, now = self.now, quantum = self.quantum,
                  params = params or {}, cpus = self.topo.cpus,
@@ -160,7 +160,7 @@ function Node:run(plan, epoch_hook)
       if c then
         ids[#ids + 1] = j.id
         local n = #c
-        local busy = math.min(n, j.threads)
+        local busy = math.min(n, j.threads, j.busy or math.huge)
         j.quanta_run = j.quanta_run + 1
         j.cpu_time = j.cpu_time + busy * d
         j.frozen = false

@@ -299,11 +299,74 @@ check("flca: next epoch the jobs that waited (5, 6) come first", function()
   for _, r in ipairs(ran) do for _, id in ipairs(r) do all[id] = true end end
   return all[5] and all[6]
 end)
-check("flca: 3 jobs, K = 2: the oldest S and C are never paired: two steps of one quantum, each alone", function()
-  local p, params, node = hinted("flca", 8, 1, { "S", "C", "N" })
+check("flca complete = no: 3 jobs, K = 2: the oldest S and C are never paired: two steps of one quantum, each alone", function()
+  local p, params = load_policy("flca", { characterize = "no", complete = "no", lone = "alone" })
+  local node = classes_node(8, 1, { "S", "C", "N" })
   local ran, plan = run_epoch(node, p, params)
   return #plan == 2 and #ran[1] == 1 and #ran[2] == 1 and near(plan[1].duration, 0.1)
      and #plan[1].jobs[1].cpus == 8
+end)
+check("flca: pair completion: 3 jobs {S,C,N}, K = 2: the leftover S takes the unselected N, folded; the C alone", function()
+  local p, params, node = hinted("flca", 8, 1, { "S", "C", "N" })
+  local ran, plan = run_epoch(node, p, params)
+  if #plan ~= 2 then return false, "steps " .. #plan end
+  local got = ids_of(plan[1]) .. " " .. ids_of(plan[2])
+  return got == "1,3 2" and near(plan[1].duration, 0.2) and #plan[1].jobs[1].cpus == 4
+     and #plan[2].jobs[1].cpus == 8, got
+end)
+check("flca: pair completion takes the oldest compatible job, never S with C: {S,C,S,S,C,C}, K = 4 (lone = alone)", function()
+  -- the 4 oldest 1 S, 2 C, 3 S, 4 S: (1,3) then leftovers C 2 and S 4; 2 takes
+  -- C 5 (the oldest unselected C), 4 finds no S left and runs alone; with
+  -- lone = any (the default) it folds beside C 6 instead
+  local got = {}
+  for _, l in ipairs { "alone", "any" } do
+    local p, params = load_policy("flca", { characterize = "no", lone = l })
+    local node = classes_node(8, 1, { "S", "C", "S", "S", "C", "C" })
+    local _, plan = run_epoch(node, p, params)
+    local all = {}
+    for _, st in ipairs(plan) do all[#all + 1] = ids_of(st) end
+    got[l] = table.concat(all, " ")
+  end
+  return got.alone == "1,3 2,5 4" and got.any == "1,3 2,5 4,6", got.alone .. " / " .. got.any
+end)
+check("match: maximum-weight pairs, exhaustive: S with C when that scores best; odd: the best one alone", function()
+  local w = { SC = 3, SS = 1, CC = 1 }
+  local function score(a, b)
+    local k = a.class < b.class and a.class .. b.class or b.class .. a.class
+    return w[k == "CS" and "SC" or k] or 0
+  end
+  local got = fmt_units(pairing.match(entries { "S", "S", "C", "C" }, score))
+  local odd = fmt_units(pairing.match(entries { "S", "S", "C" }, score))
+  local big = {}
+  for i = 1, 12 do big[i] = i % 2 == 0 and "S" or "C" end
+  local nb = 0
+  for _, u in ipairs(pairing.match(entries(big), score)) do
+    if #u == 2 and u[1].class ~= u[2].class then nb = nb + 1 end
+  end
+  return got == "(1,3)(2,4)" and odd == "(1)(2,3)" and nb == 6, got .. " " .. odd .. " " .. nb
+end)
+check("flca pairing = measured: untried class pairs are tried (S with C), which lca never does", function()
+  local got = {}
+  for _, pm in ipairs { "measured", "lca" } do
+    local p, params = load_policy("flca", { characterize = "no", pairing = pm })
+    local node = classes_node(8, 1, { "S", "C", "S", "C" })
+    local _, plan = run_epoch(node, p, params)
+    got[pm] = ids_of(plan[1]) .. " " .. ids_of(plan[2])
+  end
+  return got.measured == "1,2 3,4" and got.lca == "1,3 2,4", got.measured .. " / " .. got.lca
+end)
+check("flca lone = any: n = K = 4 {S,S,C,N}: the S that LCA leaves alone folds beside the lone C (alone: both alone, unfolded)", function()
+  local got = {}
+  for _, l in ipairs { "any", "alone" } do
+    local p, params = load_policy("flca", { characterize = "no", lone = l })
+    local node = classes_node(8, 1, { "S", "S", "C", "N" })
+    local _, plan = run_epoch(node, p, params)
+    local all = {}
+    for _, st in ipairs(plan) do all[#all + 1] = ids_of(st) end
+    table.sort(all)
+    got[l] = table.concat(all, " ")
+  end
+  return got.any == "1,4 2,3" and got.alone == "1,4 2 3", got.any .. " / " .. got.alone
 end)
 check("flca: 3 jobs {N,S,C}, K = 2: the N and the S folded, one step of two quanta", function()
   local p, params, node = hinted("flca", 8, 1, { "N", "S", "C" })
@@ -352,8 +415,18 @@ check("flca: continue_epoch = no selects anew at the cut (the old behaviour)", f
   local got = table.concat(all, " ")
   return got == "2,4 5,6", ids_of(plan[1]) .. " then " .. got
 end)
-check("flca: a job that leaves mid-epoch is taken out; its partner keeps the pair's group", function()
+check("flca departures = fill: a job that leaves mid-epoch leaves its half to the oldest compatible waiting job", function()
   local p, params, node = hinted("flca", 8, 1, { "S", "C", "N", "C", "S", "N" })
+  -- first round (1 S, 3 N): 3 leaves; 1 takes 5, the oldest S not in the epoch
+  local plan, plan2 = cut_epoch(node, p, params, 0.05, function() node:remove(3) end)
+  local left = plan2[1].jobs
+  local got = ids_of(plan2[1])
+  return ids_of(plan[1]) == "1,3" and #plan2 == 2 and got == "1,5" and #left[1].cpus == 4 and #left[2].cpus == 4
+     and ids_of(plan2[2]) == ids_of(plan[2]), got
+end)
+check("flca departures = keep: a job that leaves mid-epoch is taken out; its partner keeps the pair's group", function()
+  local p, params = load_policy("flca", { characterize = "no", departures = "keep" })
+  local node = classes_node(8, 1, { "S", "C", "N", "C", "S", "N" })
   local gone
   local plan, plan2 = cut_epoch(node, p, params, 0.05, function(pl)
     gone = pl[1].jobs[1].id
@@ -362,6 +435,67 @@ check("flca: a job that leaves mid-epoch is taken out; its partner keeps the pai
   local left = plan2[1].jobs
   return #plan2 == 2 and #left == 1 and left[1].id ~= gone and #left[1].cpus == 8
      and ids_of(plan2[2]) == ids_of(plan[2]), ids_of(plan2[1]) .. " " .. #left[1].cpus
+end)
+check("flca holes = any: cores no compatible job can fill go to a waiting job of any class (compatible: idle)", function()
+  local got = {}
+  for _, h in ipairs { "any", "compatible" } do
+    local p, params = load_policy("flca", { characterize = "no", holes = h })
+    local node = fake.node { cores = 8, llcs = 1 }
+    node:add { class = "S", threads = 2 }
+    node:add { class = "S", threads = 2 }
+    node:add { class = "C", threads = 8 }
+    local _, plan = run_epoch(node, p, params)
+    local ncpu = 0
+    for _, e in ipairs(plan[1].jobs) do if e.id == 3 then ncpu = #e.cpus end end
+    got[h] = ncpu
+  end
+  return got.any == 4 and got.compatible == 0, ("any %d compatible %d"):format(got.any, got.compatible)
+end)
+check("flca threads = used: a job that keeps 1 of its 8 threads busy is trimmed to 1 core after two steps; declared: never", function()
+  local got = {}
+  for _, t in ipairs { "used", "declared" } do
+    local p, params = load_policy("flca", { characterize = "no", threads = t, k = 2 })
+    local node = fake.node { cores = 8, llcs = 1 }
+    node:add { class = "N", busy = 1 }
+    local last
+    for _ = 1, 4 do
+      local _, plan = run_epoch(node, p, params)
+      last = #plan[1].jobs[1].cpus
+    end
+    got[t] = last
+  end
+  return got.used == 1 and got.declared == 8, ("used %d declared %d"):format(got.used, got.declared)
+end)
+check("flca threads = used: job.team (the OpenMP team size) decides at once; a trimmed job gets its declared width one run in 8", function()
+  local p, params = load_policy("flca", { characterize = "no" })
+  local node = fake.node { cores = 8, llcs = 1 }
+  node:add { class = "N", team = 2 }
+  local _, plan = run_epoch(node, p, params)
+  if #plan[1].jobs[1].cpus ~= 2 then return false, "team: " .. #plan[1].jobs[1].cpus end
+  local p2, params2 = load_policy("flca", { characterize = "no" })
+  local node2 = fake.node { cores = 8, llcs = 1 }
+  node2:add { class = "N", busy = 1 }
+  local widths = {}
+  for i = 1, 12 do
+    local _, pl = run_epoch(node2, p2, params2)
+    widths[i] = #pl[1].jobs[1].cpus
+  end
+  local s = table.concat(widths, ",")
+  return s == "8,8,1,1,1,1,1,1,1,8,1,1", s
+end)
+check("flca: CP as contention only by default (cp_ref = nearest), the paper's reading with cp_ref = standalone", function()
+  local p = load_policy("flca", { characterize = "no" })
+  if p.params.cp_ref.default ~= "nearest" then return false, p.params.cp_ref.default end
+  -- a job folded on 4 of 8 cores at its folded IPC: no contention with nearest
+  -- (job IPCs: per-CPU IPC x CPUs busy, as cosched.characterize.job_ipc)
+  local info = { [1] = { ipc_standalone = 8, ipc_folded = 4, cores_standalone = 8, cores_folded = 4 } }
+  local function cp(ref)
+    local tr = ageing.tracker(ref)
+    tr:observe({ jobs = { { id = 1, threads = 8, quanta_run = 1,
+      last = { ncpus = 4, counted = true, metrics = { ipc = 1 }, wall = 1, cpu = 4 } } } }, info)
+    return tr:cp(1)
+  end
+  return near(cp("nearest"), 0) and near(cp("standalone"), 0.5), cp("nearest") .. " " .. cp("standalone")
 end)
 check("flca: CP against IPC_standalone by default (the paper), cp_ref = nearest against IPC_folded", function()
   for _, ref in ipairs { "standalone", "nearest" } do
@@ -378,7 +512,8 @@ check("fop: the two oldest run folded; CP rewards the slowed job", function()
 end)
 check("bad parameters are refused in init()", function()
   local bad = { { "flca", { w1 = "0" } }, { "flca", { k = "3" } }, { "fop", { k = "x" } },
-                { "lbb", { split = "foo" } }, { "lca", { characterize = "maybe" } }, { "flca", { pair_quanta = "0" } } }
+                { "lbb", { split = "foo" } }, { "lca", { characterize = "maybe" } }, { "flca", { pair_quanta = "0" } },
+                { "flca", { pairing = "best" } }, { "flca", { complete = "maybe" } }, { "flca", { threads = "all" } } }
   for _, b in ipairs(bad) do
     if pcall(load_policy, b[1], b[2]) then return false, b[1] .. " accepted a bad value" end
   end
