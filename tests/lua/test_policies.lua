@@ -314,19 +314,27 @@ check("flca: pair completion: 3 jobs {S,C,N}, K = 2: the leftover S takes the un
   return got == "1,3 2" and near(plan[1].duration, 0.2) and #plan[1].jobs[1].cpus == 4
      and #plan[2].jobs[1].cpus == 8, got
 end)
+-- flca's first epoch (no characterization) on an 8-core, 1-LLC node of jobs
+-- of these classes (ids 1, 2, ... in order), once per value of parameter
+-- key: value -> the epoch's steps as their job ids, joined by " " in plan
+-- order (sorted first when sorted)
+local function flca_steps_by(key, values, classes, sorted)
+  local got = {}
+  for _, v in ipairs(values) do
+    local p, params = load_policy("flca", { characterize = "no", [key] = v })
+    local _, plan = run_epoch(classes_node(8, 1, classes), p, params)
+    local steps = {}
+    for _, st in ipairs(plan) do steps[#steps + 1] = ids_of(st) end
+    if sorted then table.sort(steps) end
+    got[v] = table.concat(steps, " ")
+  end
+  return got
+end
 check("flca: pair completion takes the oldest compatible job, never S with C: {S,C,S,S,C,C}, K = 4 (lone = alone)", function()
   -- the 4 oldest 1 S, 2 C, 3 S, 4 S: (1,3) then leftovers C 2 and S 4; 2 takes
   -- C 5 (the oldest unselected C), 4 finds no S left and runs alone; with
   -- lone = any (the default) it folds beside C 6 instead
-  local got = {}
-  for _, l in ipairs { "alone", "any" } do
-    local p, params = load_policy("flca", { characterize = "no", lone = l })
-    local node = classes_node(8, 1, { "S", "C", "S", "S", "C", "C" })
-    local _, plan = run_epoch(node, p, params)
-    local all = {}
-    for _, st in ipairs(plan) do all[#all + 1] = ids_of(st) end
-    got[l] = table.concat(all, " ")
-  end
+  local got = flca_steps_by("lone", { "alone", "any" }, { "S", "C", "S", "S", "C", "C" })
   return got.alone == "1,3 2,5 4" and got.any == "1,3 2,5 4,6", got.alone .. " / " .. got.any
 end)
 check("match: maximum-weight pairs, exhaustive: S with C when that scores best; odd: the best one alone", function()
@@ -346,26 +354,11 @@ check("match: maximum-weight pairs, exhaustive: S with C when that scores best; 
   return got == "(1,3)(2,4)" and odd == "(1)(2,3)" and nb == 6, got .. " " .. odd .. " " .. nb
 end)
 check("flca pairing = measured: untried class pairs are tried (S with C), which lca never does", function()
-  local got = {}
-  for _, pm in ipairs { "measured", "lca" } do
-    local p, params = load_policy("flca", { characterize = "no", pairing = pm })
-    local node = classes_node(8, 1, { "S", "C", "S", "C" })
-    local _, plan = run_epoch(node, p, params)
-    got[pm] = ids_of(plan[1]) .. " " .. ids_of(plan[2])
-  end
+  local got = flca_steps_by("pairing", { "measured", "lca" }, { "S", "C", "S", "C" })
   return got.measured == "1,2 3,4" and got.lca == "1,3 2,4", got.measured .. " / " .. got.lca
 end)
 check("flca lone = any: n = K = 4 {S,S,C,N}: the S that LCA leaves alone folds beside the lone C (alone: both alone, unfolded)", function()
-  local got = {}
-  for _, l in ipairs { "any", "alone" } do
-    local p, params = load_policy("flca", { characterize = "no", lone = l })
-    local node = classes_node(8, 1, { "S", "S", "C", "N" })
-    local _, plan = run_epoch(node, p, params)
-    local all = {}
-    for _, st in ipairs(plan) do all[#all + 1] = ids_of(st) end
-    table.sort(all)
-    got[l] = table.concat(all, " ")
-  end
+  local got = flca_steps_by("lone", { "any", "alone" }, { "S", "S", "C", "N" }, true)
   return got.any == "1,4 2,3" and got.alone == "1,4 2 3", got.any .. " / " .. got.alone
 end)
 check("flca: 3 jobs {N,S,C}, K = 2: the N and the S folded, one step of two quanta", function()
@@ -497,7 +490,7 @@ check("flca: CP as contention only by default (cp_ref = nearest), the paper's re
   end
   return near(cp("nearest"), 0) and near(cp("standalone"), 0.5), cp("nearest") .. " " .. cp("standalone")
 end)
-check("flca: CP against IPC_standalone by default (the paper), cp_ref = nearest against IPC_folded", function()
+check("flca: cp_ref takes standalone (the paper) or nearest (the default); any other value is refused", function()
   for _, ref in ipairs { "standalone", "nearest" } do
     local p, params = load_policy("flca", { characterize = "no", cp_ref = ref })
     if not p then return false end
