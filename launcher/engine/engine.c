@@ -670,7 +670,11 @@ static void measure_begin(struct cs_engine *e, struct stepstate *ss)
  * Both 0 when no job was held; -1 when unknown (no cpu_idle, a failed read).
  * The step's cpus are the managed ones at its start; a job the plan ran
  * holds the cpus it ran on (step_cpus), a job that is never frozen the ones
- * it is on.  idle1: the cpus' idle time at the step's end.
+ * it is on.  Held means live at the step's start and not in the plan: an
+ * instance waiting for its first quantum is held like any other (it could
+ * run); one restarted during the step (--window) follows one the plan ran.
+ * A job that registered during the step (serve) is not in it.  idle1: the
+ * cpus' idle time at the step's end.
  */
 static int idle_frozen(struct cs_engine *e, const struct stepstate *ss, const int *was_live, const double *idle1,
                        double *nobody, double *held)
@@ -686,9 +690,10 @@ static int idle_frozen(struct cs_engine *e, const struct stepstate *ss, const in
         struct cs_job *j = e->jobs[i];
         if (!was_live[i])
             continue;
-        if (ss->run[i] > 0 && j->step_cpus)
-            hwloc_bitmap_or(used, used, j->step_cpus);
-        else if (ss->run[i] < 0)
+        if (ss->run[i] > 0) {
+            if (j->step_cpus)
+                hwloc_bitmap_or(used, used, j->step_cpus);
+        } else if (ss->run[i] < 0)
             hwloc_bitmap_or(used, used, j->cpus);
         else
             someone_held = 1;
@@ -1178,8 +1183,8 @@ static void print_summary(struct cs_engine *e)
         fprintf(stderr, "idle while a job was frozen: %.2f CPU-s (%.2f on cpus given to nobody, %.2f on cpus of a "
                         "running job)%s\n", e->idle_nobody_s + e->idle_held_s, e->idle_nobody_s, e->idle_held_s,
                 e->idle_steps < e->step_seq ? ", in the steps where the idle time could be read" : "");
-    else
-        fprintf(stderr, "idle while a job was frozen: unknown (control %s cannot read the cpus' idle time)\n",
+    else if (e->step_seq)
+        fprintf(stderr, "idle while a job was frozen: unknown (control %s could not read the cpus' idle time)\n",
                 e->ctl->name);
     fprintf(stderr, "%4s %-16s %5s %8s %9s %9s %7s %7s  %s\n", "id", "name", "runs", "done", "wall_s", "cpu_s",
             "q_run", "q_froz", "status");
