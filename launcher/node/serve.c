@@ -121,7 +121,9 @@ static void served_job_free(struct cs_job *j)
  * step of it registered here was frozen ("held"), and extends the job's
  * time limit by it through scontrol: in whole minutes rounded up, given as
  * soon as the job is held (a job can be killed as soon as its limit passes),
- * then at most once a minute per job, never beyond its partition's MaxTime;
+ * then at most once a minute per job, a minute ahead while it is held (so
+ * that it is never short between two updates), never beyond its partition's
+ * MaxTime;
  * the seconds held go to the job's AdminComment ("cosched:held_s=...",
  * where sacct shows it) unless a site's own comment is there.  The
  * plugin's extend_time=no turns the extension off (the comment stays).
@@ -1123,7 +1125,12 @@ static void account(struct cs_engine *e)
             if (r == sj->child || (r < 0 && errno == ECHILD))
                 sj->child = 0;
         }
-        double pending = sj->extend ? sj->held - sj->given : 0;
+        /* while the job is held, give an update's interval ahead: the next
+         * update can come only GIVE_EVERY s (and a step) later, and by then
+         * the job may have been held that much longer - a job given exactly
+         * its held time could pass its limit frozen in between */
+        double ahead = sj->live && allheld[k] ? GIVE_EVERY : 0;
+        double pending = sj->extend ? sj->held + ahead - sj->given : 0;
         int due = sj->child == 0 && sj->scontrol[0] && (sj->last_update == 0 || now - sj->last_update >= GIVE_EVERY);
         if (due && (pending > 0 || sj->held >= sj->said + 1)) {
             long add = pending > 0 ? (long)ceil(pending / 60.0) : 0;

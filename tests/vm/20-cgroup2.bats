@@ -66,13 +66,14 @@ running_free() {       # running_free PID: not frozen, cgroup.events frozen 0
     grep -qx 'frozen 0' "$cg/cgroup.events" || { echo "$cg/cgroup.events: want 'frozen 0', got: $(tr '\n' ' ' < "$cg/cgroup.events")" >&2; return 1; }
 }
 
-# start_two POLICY THREADS: cosched with two spin jobs of THREADS threads that
+# start_two POLICY THREADS [QUANTUM]: cosched (quantum default 2s) with two
+# spin jobs of THREADS threads that
 # run until stopped, at nice 19, in short bursts between 10 ms sleeps (spin
 # -d): under emulation 8 vCPUs share the host's cores, busy spinners starve
 # the test shell, and a job that ends by itself may end before the slow
 # shell looks.  Pids in $cs $a $b.
 start_two() {
-    "$COSCHED" run --policy "$1" --quantum 2s \
+    "$COSCHED" run --policy "$1" --quantum "${3:-2s}" \
         -- nice -n 19 "$PROGS/spin" -t "$2" -d 10000 -w 300 -p a.pid ::: nice -n 19 "$PROGS/spin" -t "$2" -d 10000 -w 300 -p b.pid 2> err &
     cs=$!
     echo "$cs" > cosched.pid
@@ -109,11 +110,14 @@ stop_cosched() {
 # sleeping tasks completes, so only the latter is asserted here.)
 frozen_field() { awk '$1 == "frozen" { print $2 }' "$1/cgroup.events"; }
 @test "cgroup2 gang: one job frozen by cgroup.freeze at a time, both ways round, on all 8 CPUs" {
-    start_two gang 1
+    # 6 s quanta: a sample (six reads, three of them forks) took more than
+    # 2 s in a slow CI VM, so nearly every one spanned a switch (the tally
+    # read 01/10, 10/01, ... for 48 samples)
+    start_two gang 1 6s
     ga=$(job_cg "$a") gb=$(job_cg "$b")
     [ "$ga" != "$gb" ]
-    # samples for up to two minutes (a slow emulated VM may take a second or
-    # more for one); what each read is tallied, for the message if it fails
+    # samples for up to two minutes (a slow emulated VM may take seconds for
+    # one); what each read is tallied, for the message if it fails
     local seen_a=0 seen_b=0 n=0 end=$((SECONDS + 120)) tally=
     while [ $SECONDS -lt $end ] && { [ $seen_a -eq 0 ] || [ $seen_b -eq 0 ]; }; do
         n=$((n + 1))
