@@ -296,3 +296,44 @@ PY
     assert_contains "$output" "plan() took"
     assert_contains "$output" "summary (policy gang"
 }
+
+# The idle time comes from the kernel (/proc/stat), which other processes on
+# the node change: only bounds are checked, never that it is large.
+@test "idle_frozen: every step says the cpus' idle CPU-s while a job was held, within the cpus x the step; 0 when none was" {
+    for ctl in auto signals; do
+        run "$COSCHED" run --control $ctl --policy gang --quantum 100ms --trace g.$ctl.jsonl \
+            -- "$PROGS/spin" -c 0.3 ::: "$PROGS/spin" -t "$NCPU" -c 0.3
+        echo "$output"
+        [ "$status" -eq 0 ]
+        assert_contains "$output" "idle while a job was frozen: "
+        [[ $output != *"idle while a job was frozen: unknown"* ]]
+    done
+    run "$COSCHED" run --policy linux --quantum 100ms --trace l.jsonl -- "$PROGS/spin" -c 0.3 ::: "$PROGS/spin" -c 0.3
+    [ "$status" -eq 0 ]
+    run "$COSCHED" run --policy gang --quantum 100ms --trace one.jsonl -- "$PROGS/spin" -c 0.3
+    [ "$status" -eq 0 ]
+    run python3 - "$NCPU" g.auto.jsonl g.signals.jsonl l.jsonl one.jsonl <<'PY'
+import json, sys
+ncpu = int(sys.argv[1])
+for path in sys.argv[2:]:
+    held_steps = 0
+    for line in open(path):
+        d = json.loads(line)
+        if d["type"] != "step":
+            continue
+        idle, dt = d["idle_frozen"], d["end"] - d["start"]
+        held = any(j["state"] == "frozen" for j in d["jobs"])
+        assert idle["nobody"] >= 0 and idle["held"] >= 0, (path, d)
+        # idle time moves in ticks (10 ms at USER_HZ 100), read at both ends of the step, per cpu
+        assert idle["nobody"] + idle["held"] <= ncpu * (dt + 0.025), (path, d["seq"], idle, dt)
+        if all(j["state"] == "run" for j in d["jobs"]):    # nobody held ("stuck": the plan's word unknown)
+            assert idle == {"nobody": 0, "held": 0}, (path, d["seq"], idle)
+        held_steps += held
+    # gang holds one of two jobs in every step but the last job's; linux and a lone job hold none
+    assert (held_steps > 0) == path.startswith("g."), (path, held_steps)
+print("ok")
+PY
+    echo "$output"
+    [ "$status" -eq 0 ]
+    no_cosched_leftovers
+}

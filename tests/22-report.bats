@@ -158,6 +158,10 @@ assert s["jobs"][0]["name"] == "a<&>\"b", s["jobs"][0]
     run "$COSCHED" report open.jsonl
     [ "$status" -eq 2 ]
     assert_contains "$output" 'open.jsonl:1: step 0: jobs[0]: expected "cpus" to be a cpu list'
+    printf '{"type":"step","seq":3,"epoch":1,"start":0,"end":0.1,"jobs":[],"idle_frozen":{"nobody":-1,"held":0}}\n' > idle.jsonl
+    run "$COSCHED" report idle.jsonl
+    [ "$status" -eq 2 ]
+    assert_contains "$output" 'report: idle.jsonl:1: step 3: expected "idle_frozen" to be {"nobody": CPU-s, "held": CPU-s}'
     printf '{"type":"job","event":"start","time":0,"id":1,"name":"a"}\n' > nosteps.jsonl
     run "$COSCHED" report nosteps.jsonl
     [ "$status" -eq 2 ]

@@ -69,6 +69,13 @@ valid() {
     refused "'omp_regions' is a dependency of 'omp_team'" "${valid_step/\"cpu_s\":0.1/\"cpu_s\":0.1,\"omp_team\":2}"
     refused "70000 is greater than the maximum of 65536" "${valid_step/\"cpu_s\":0.1/\"cpu_s\":0.1,\"omp_team\":70000,\"omp_regions\":1}"
     refused "not JSON" '{"type":"step",'
+    # idle while a job was frozen: both parts, seconds >= 0, nothing else
+    local i1='"fallback":false,"idle_frozen":{"nobody":0.5,"held":0.0}' i2='"fallback":false,"idle_frozen":{"nobody":0.5}'
+    local i3='"fallback":false,"idle_frozen":{"nobody":-0.5,"held":0}'
+    printf '%s\n' "${valid_step/\"fallback\":false/$i1}" > idle.jsonl
+    valid idle.jsonl
+    refused "'held' is a required property" "${valid_step/\"fallback\":false/$i2}"
+    refused "-0.5 is less than the minimum of 0" "${valid_step/\"fallback\":false/$i3}"
 }
 
 @test "cosched run: every line of a trace with names to escape, a window, replayed counters, policy info and characterizations is valid" {
@@ -92,6 +99,8 @@ assert recs[0]["type"] == "run" and recs[0]["window"] == 2.0 and recs[0]["comman
 sj = [j for r in recs if r["type"] == "step" for j in r["jobs"]]
 assert any("metrics" in j and j["metrics"] for j in sj), "no metrics"
 assert any("policy" in j for j in sj), "no policy info"
+# every step of a real run says the cpus' idle time while a job was frozen (/proc/stat)
+assert all("idle_frozen" in r for r in recs if r["type"] == "step"), "a step without idle_frozen"
 names = {r["name"] for r in recs if r["type"] == "job"}
 # the quote and the e-acute read back as written; the byte that is not UTF-8 became U+FFFD
 assert names == {'a"b\u00e9', "z\ufffd", "plain"}, names
@@ -110,6 +119,7 @@ EOF
     valid s.jsonl.tft s.jsonl.flca
     [ "$(head -1 s.jsonl.flca | python3 -c 'import json,sys; print(json.load(sys.stdin)["command"])')" = simulate ]
     grep -q '"type":"characterized"' s.jsonl.flca || { echo "no characterized record"; false; }
+    ! grep '"type":"step"' s.jsonl.tft s.jsonl.flca | grep -v '"idle_frozen":{"nobody":' || { echo "a step without idle_frozen"; false; }
 }
 
 @test "cosched serve --trace: every line of the node engine's trace (steps of the fake Slurm tree) is valid" {
@@ -143,6 +153,7 @@ s = json.load(open(sys.argv[2]))
 in_schema = set()
 for d in ("run", "step", "stepjob", "job", "characterized"):
     in_schema |= set(s["$defs"][d]["properties"])
+in_schema |= set(s["$defs"]["step"]["properties"]["idle_frozen"]["properties"])
 # examples of the free-form objects (metrics, policy) the man page shows
 examples = {"ipc", "class", "age", "selected", "characterizing"}
 assert in_man - examples <= in_schema, "in cosched(1) only: %s" % sorted(in_man - examples - in_schema)

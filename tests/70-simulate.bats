@@ -724,3 +724,108 @@ PY
     [ "$status" -ne 0 ]
     assert_contains "$stderr" "unknown parameter 'nosuch'"
 }
+
+@test "simulate: idle while a job was frozen - per step from the model (nobody's cores, held cores), summed in the summaries and the report" {
+    mkdir -p pol
+    cat > pol/half.lua <<'EOF'
+-- test: the job of the lowest id alone on cpus 0-3 of the paper001 node; the others wait
+return { api = 1, name = "half", description = "test: one job on half the node, the others frozen",
+  plan = function(snap)
+    local first
+    for _, j in ipairs(snap.jobs) do
+      if not first or j.id < first.id then first = j end
+    end
+    return { { jobs = { { id = first.id, cpus = { 0, 1, 2, 3 } } } } }
+  end }
+EOF
+    # a 1-thread and an 8-thread job under gang: while the first runs alone on the 8 cores, the second
+    # waits and 7 cores sit idle (held); then 0 while the 8-thread job runs, and once no job waits
+    printf 'ep threads=1\njacobi\n' > w2.txt
+    simulate --node paper001 --apps table2 --workload w2.txt --policy gang,tft --trace g.jsonl --json
+    [ "$status" -eq 0 ] || { echo "$output $stderr"; return 1; }
+    echo "$output" > g.json
+    assert_contains "$stderr" "idle while a job was frozen: 28.00 CPU-s (0.00 on cpus given to nobody, 28.00 on cpus of a running job)"
+    # tft, jobs that do not fill the node: a 2-thread job on half the cores leaves two of them idle while
+    # the third job waits; half: one job on half the node, the other half given to nobody
+    printf 'ep threads=2\njacobi\nstream\n' > w3.txt
+    simulate --node paper001 --apps table2 --workload w3.txt --policy tft,half,gang,flca --policy-path pol \
+        --trace t.jsonl --json
+    [ "$status" -eq 0 ] || { echo "$output $stderr"; return 1; }
+    echo "$output" > t.json
+    run python3 - g.json t.json <<'EOF'
+import json, sys
+
+def cpuset(s):
+    out = set()
+    for part in s.split(","):
+        if part:
+            a, _, b = part.partition("-")
+            out |= set(range(int(a), int(b or a) + 1))
+    return out
+
+def check(path, node=8):
+    """Every step against the model's rule: with a job held, a core of no running job is idle
+    (nobody), a running job of T threads on C > T cores leaves C - T idle (held); none held: 0."""
+    threads, tot, seen = {}, [0.0, 0.0], {"held": 0, "alone": 0}
+    for line in open(path):
+        d = json.loads(line)
+        if d["type"] == "job":
+            threads[d["id"]] = d["threads"]
+        if d["type"] != "step":
+            continue
+        idle, dt = d["idle_frozen"], d["end"] - d["start"]
+        held = any(j["state"] == "frozen" for j in d["jobs"])
+        used, want_held = set(), 0.0
+        for j in d["jobs"]:
+            if j["state"] == "run":
+                c = cpuset(j["cpus"])
+                assert not c & used, (path, d)
+                used |= c
+                want_held += max(0, len(c) - threads[j["id"]]) * dt
+        want = ((node - len(used)) * dt, want_held) if held else (0.0, 0.0)
+        got = (idle["nobody"], idle["held"])
+        assert all(abs(g - w) <= 1e-5 * node for g, w in zip(got, want)), (path, d["seq"], got, want)
+        seen["held" if held else "alone"] += 1
+        tot[0] += got[0]
+        tot[1] += got[1]
+    assert seen["alone"], (path, seen)          # the last job alone: nobody waits, 0
+    assert seen["held"] or tot == [0.0, 0.0], (path, seen)
+    return tot
+
+for doc, trace in ((sys.argv[1], "g.jsonl"), (sys.argv[2], "t.jsonl")):
+    for r in json.load(open(doc))["results"]:
+        tot = check("%s.%s" % (trace, r["policy"]))
+        got = (r["idle_frozen"]["nobody"], r["idle_frozen"]["held"])
+        assert all(abs(g - t) < 1e-4 for g, t in zip(got, tot)), (r["policy"], got, tot)
+        print(trace, r["policy"], "nobody %.2f held %.2f" % got)
+res = {(n, r["policy"]): r["idle_frozen"] for n in (1, 2) for r in json.load(open(sys.argv[n]))["results"]}
+assert res[1, "gang"] == {"nobody": 0, "held": 28}, res[1, "gang"]     # 4 steps of ep alone, 7 cores each
+assert res[1, "tft"] == {"nobody": 0, "held": 0}, res[1, "tft"]        # both folded side by side: nobody waits
+assert res[2, "tft"]["nobody"] == 0 and res[2, "tft"]["held"] > 0, res[2, "tft"]
+assert res[2, "half"]["nobody"] > 0 and res[2, "half"]["held"] > 0, res[2, "half"]
+EOF
+    echo "$output"
+    [ "$status" -eq 0 ]
+    # cosched report: the table's line, the JSON and CSV summaries carry the run's totals
+    run "$COSCHED" report g.jsonl.gang
+    [ "$status" -eq 0 ]
+    assert_contains "$output" "idle while a job was frozen: 28.00 CPU-s (0.00 on cpus given to nobody, 28.00 on cpus of a running job)"
+    run "$COSCHED" report g.jsonl.gang --summary s.json
+    [ "$status" -eq 0 ]
+    run "$COSCHED" report t.jsonl.half --summary s.csv
+    [ "$status" -eq 0 ]
+    run python3 - s.json s.csv t.json <<'EOF'
+import csv, json, sys
+s = json.load(open(sys.argv[1]))
+assert s["idle_frozen"]["nobody"] == 0 and s["idle_frozen"]["held"] == 28, s["idle_frozen"]
+assert s["idle_frozen"]["steps"] == s["steps"], s
+rows = list(csv.DictReader(open(sys.argv[2])))
+want = [r["idle_frozen"] for r in json.load(open(sys.argv[3]))["results"] if r["policy"] == "half"][0]
+for row in rows:
+    assert abs(float(row["run_idle_frozen_nobody_s"]) - want["nobody"]) < 1e-4, (row, want)
+    assert abs(float(row["run_idle_frozen_held_s"]) - want["held"]) < 1e-4, (row, want)
+print("ok")
+EOF
+    echo "$output"
+    [ "$status" -eq 0 ]
+}

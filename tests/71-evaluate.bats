@@ -400,4 +400,13 @@ EOF
             { echo "no fraction of the bound for $p" >&2; return 1; }
     done
     ! grep -n "Above the bound" "$out/EVALUATION.md"
+    # work conservation: every paper-001 policy has a mean of idle-while-frozen CPU-s per cell; in the first
+    # table (paper 001, 4 applications) gang and tft, whose jobs fill the cores or their halves, leave none
+    wc=$(awk '/^Work conservation/ { f = 1; n = 0; next } f && /^$/ { if (++n == 2) f = 0; next } f' "$out/EVALUATION.md")
+    for p in linux gang tft lbb llcmrb flbb fllcmrb lca fop flca; do
+        grep -Eq "^\| $p \| [0-9]+\.[0-9] \([0-9]+\.[0-9] \+ [0-9]+\.[0-9]\) \|" <<<"$wc" ||
+            { echo "no idle-while-frozen row for $p" >&2; return 1; }
+    done
+    first=$(awk '/^Work conservation/ { t++ } t == 1' "$out/EVALUATION.md" | sed -n '3,/^$/p')
+    grep -E '^\| (gang|tft)( \| 0\.0 \(0\.0 \+ 0\.0\))+ \|$' <<<"$first" | wc -l | grep -qx 2 || { echo "$first"; return 1; }
 }

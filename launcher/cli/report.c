@@ -77,6 +77,8 @@ struct rstep {
     int fallback;
     int n;
     struct rsj *jobs;
+    int idle_known;              /* the step says idle_frozen */
+    double idle_nobody, idle_held;
 };
 
 struct model {
@@ -92,6 +94,8 @@ struct model {
     double t0, t1;
     unsigned long long nepochs;
     int nfallback;
+    int idle_steps;              /* steps that say idle_frozen; the totals are theirs */
+    double idle_nobody, idle_held;
 };
 
 /* ------------------------------------------------------------ reading */
@@ -279,6 +283,17 @@ static int read_step(struct model *m, long line, const json_t *o)
     if (!json_is_array(jobs))
         return rerr(m, line, "step %llu: expected \"jobs\" to be a list of {\"id\", \"state\", \"cpus\", ...}", s.seq);
     s.fallback = json_is_true(fb);
+    const json_t *idle = json_object_get(o, "idle_frozen");
+    if (idle) {
+        const json_t *nb = json_object_get(idle, "nobody"), *hd = json_object_get(idle, "held");
+        if (!json_is_number(nb) || !json_is_number(hd) || !(json_number_value(nb) >= 0) ||
+            !(json_number_value(hd) >= 0) || json_number_value(nb) > 1e12 || json_number_value(hd) > 1e12)
+            return rerr(m, line, "step %llu: expected \"idle_frozen\" to be {\"nobody\": CPU-s, \"held\": CPU-s} "
+                        "(numbers >= 0)", s.seq);
+        s.idle_known = 1;
+        s.idle_nobody = json_number_value(nb);
+        s.idle_held = json_number_value(hd);
+    }
     s.jobs = calloc(json_array_size(jobs) + 1, sizeof *s.jobs);
     for (int k = 0; k < (int)json_array_size(jobs); k++) {
         const json_t *x = json_array_get(jobs, (size_t)k);
@@ -405,6 +420,11 @@ static void classify(struct model *m)
             m->nepochs++;
         last_epoch = s->epoch;
         m->nfallback += s->fallback;
+        if (s->idle_known) {
+            m->idle_steps++;
+            m->idle_nobody += s->idle_nobody;
+            m->idle_held += s->idle_held;
+        }
         for (int k = 0; k < s->n; k++) {
             struct rsj *e = &s->jobs[k];
             struct rjob *j = &m->jobs[job_index(m, e->job)];
@@ -681,6 +701,9 @@ static void svg(FILE *f, const struct model *m, int standalone)
             m->nsteps == 1 ? "" : "s");
     if (m->nfallback)
         fprintf(f, ", %d fallback step%s (red marks)", m->nfallback, m->nfallback == 1 ? "" : "s");
+    if (m->idle_steps)
+        fprintf(f, ", idle while a job was frozen %.2f CPU-s (%.2f given to nobody, %.2f of running jobs)",
+                m->idle_nobody + m->idle_held, m->idle_nobody, m->idle_held);
     fprintf(f, "</text>\n");
     double lx = 10;
     for (int s = 0; s < NSTATES; s++) {
@@ -781,8 +804,13 @@ static void html(FILE *f, const struct model *m)
             fprintf(f, "<td>%.2f</td>", j->sec[s]);
         fprintf(f, "<td>%d</td></tr>\n", j->characterized);
     }
-    fprintf(f, "</table></div>\n<p>Throughput: completed instances per second of the traced run (%.2f s). "
-               "Made by cosched %s.</p>\n</body>\n</html>\n", duration(m), PACKAGE_VERSION);
+    fprintf(f, "</table></div>\n<p>Throughput: completed instances per second of the traced run (%.2f s). ",
+            duration(m));
+    if (m->idle_steps)
+        fprintf(f, "Idle while a job was frozen: <span class=\"idle\">%.2f</span> CPU-s, %.2f on cpus given to "
+                   "nobody, %.2f on cpus of running jobs that left them idle. ",
+                m->idle_nobody + m->idle_held, m->idle_nobody, m->idle_held);
+    fprintf(f, "Made by cosched %s.</p>\n</body>\n</html>\n", PACKAGE_VERSION);
 }
 
 static void json_summary(FILE *f, const struct model *m)
@@ -805,13 +833,16 @@ static void json_summary(FILE *f, const struct model *m)
                                               cs_json_fixed(j->cpu_s, 6), "characterized", j->characterized,
                                               "seconds", sec, "steps", steps));
     }
+    json_t *idle = m->idle_steps ? json_pack("{s:o, s:o, s:i}", "nobody", cs_json_fixed(m->idle_nobody, 6), "held",
+                                             cs_json_fixed(m->idle_held, 6), "steps", m->idle_steps)
+                                 : json_null();
     cs_json_put(f,
-                json_pack("{s:o, s:o, s:o, s:s, s:o, s:o, s:o, s:i, s:I, s:i, s:o}", "trace", cs_json_text(m->file),
-                          "policy", cs_json_text(m->policy), "quantum",
+                json_pack("{s:o, s:o, s:o, s:s, s:o, s:o, s:o, s:i, s:I, s:i, s:o, s:o}", "trace",
+                          cs_json_text(m->file), "policy", cs_json_text(m->policy), "quantum",
                           m->quantum > 0 ? cs_json_sig(m->quantum, 6) : json_null(), "cpus", c, "start",
                           cs_json_fixed(m->t0, 6), "end", cs_json_fixed(m->t1, 6), "duration",
                           cs_json_fixed(duration(m), 6), "steps", m->nsteps, "epochs", (json_int_t)m->nepochs,
-                          "fallback_steps", m->nfallback, "jobs", jobs),
+                          "fallback_steps", m->nfallback, "idle_frozen", idle, "jobs", jobs),
                 0);
     free(c);
 }
@@ -835,7 +866,8 @@ static void csv_summary(FILE *f, const struct model *m)
         fprintf(f, ",%s_s", st_name[s]);
     for (int s = 0; s < NSTATES; s++)
         fprintf(f, ",%s_steps", st_name[s]);
-    fprintf(f, "\n");
+    /* the run's idle-while-frozen totals, the same on every row (empty: not in the trace) */
+    fprintf(f, ",run_idle_frozen_nobody_s,run_idle_frozen_held_s\n");
     for (int r = 0; r < m->njobs; r++) {
         const struct rjob *j = &m->jobs[r];
         fprintf(f, "%d,", j->id);
@@ -847,7 +879,10 @@ static void csv_summary(FILE *f, const struct model *m)
             fprintf(f, ",%.6f", j->sec[s]);
         for (int s = 0; s < NSTATES; s++)
             fprintf(f, ",%d", j->steps[s]);
-        fprintf(f, "\n");
+        if (m->idle_steps)
+            fprintf(f, ",%.6f,%.6f\n", m->idle_nobody, m->idle_held);
+        else
+            fprintf(f, ",,\n");
     }
 }
 
@@ -856,6 +891,12 @@ static void text_summary(FILE *f, const struct model *m)
     char nb[32];
     fprintf(f, "%s: policy %s, %.2f s, %llu epochs, %d steps%s\n", m->file, m->policy ? m->policy : "?",
             duration(m), m->nepochs, m->nsteps, m->nfallback ? " (some fallback)" : "");
+    if (m->idle_steps)
+        fprintf(f, "idle while a job was frozen: %.2f CPU-s (%.2f on cpus given to nobody, %.2f on cpus of a "
+                   "running job)%s\n", m->idle_nobody + m->idle_held, m->idle_nobody, m->idle_held,
+                m->idle_steps < m->nsteps ? ", in the steps that say it" : "");
+    else
+        fprintf(f, "idle while a job was frozen: not in the trace\n");
     fprintf(f, "%4s %-16s %7s %9s %8s %8s %8s %8s %8s %8s\n", "id", "job", "done", "runs/s", "CPU s", "running",
             "folded", "frozen", "charact.", "stuck");
     for (int r = 0; r < m->njobs; r++) {

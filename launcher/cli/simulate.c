@@ -16,12 +16,16 @@
  *   {"node": NAME, "apps": NAME, "model": M, "seed": N, "window": S, "quantum": Q,
  *    "results": [{"policy": P, "virtual_s": .., "wall_s": .., "steps": ..,
  *                 "jobs": [{"id": .., "app": .., "completions": .., "throughput": .., "cpu_s": ..
- *                           [, "class": "S|C|N" when the policy characterized it]}]
+ *                           [, "class": "S|C|N" when the policy characterized it]}],
+ *                 "idle_frozen": {"nobody": .., "held": ..}
  *                 [, "configurations": N, "recorded_total": ..]}],
  *    "bound": {"configurations": N, "recorded": N, "standalone": {"ID": ..}, "floor": 1/n,
  *              "total"|"fair"|"maxmin": {"value": .., "sum": .., "normalised": {"ID": ..}, "schedule": ".."}}}
  * completions = finished runs + the fraction of the run cut by the window;
- * throughput = completions per virtual second.  With --bound (compute_bound
+ * throughput = completions per virtual second; idle_frozen = the CPU-seconds
+ * the node's cores sat idle while some job was frozen, on cores the plan
+ * gave to no running job and on cores of a running job with fewer busy
+ * threads (the model's) than cores (engine.c, idle_frozen()).  With --bound (compute_bound
  * says what the programs are): "standalone" = each job's runs/s alone on the
  * node, the unit of every normalised throughput; "value" = the program's
  * optimum (total, fair: a sum of normalised throughputs; maxmin: the least
@@ -248,6 +252,7 @@ struct result {
     char *cls;                 /* per job: the class its characterization found, 0 none */
     struct cs_sim_config *cfgs;   /* the model configurations the run went through (the bound's columns) */
     int ncfgs;
+    double idle_nobody, idle_held;   /* CPU-s idle while a job was frozen (the engine's idle_*_s) */
 };
 
 static double wall_now(void)
@@ -357,6 +362,8 @@ static int run_policy(struct setup *su, const char *policy, const char *tracefil
     r->policy = policy;
     r->virtual_s = cs_now() - e.t0;
     r->steps = (unsigned long long)e.step_seq;
+    r->idle_nobody = e.idle_nobody_s;
+    r->idle_held = e.idle_held_s;
     r->completions = calloc(su->n, sizeof *r->completions);
     r->cpu_s = calloc(su->n, sizeof *r->cpu_s);
     r->cls = calloc(su->n, 1);
@@ -972,6 +979,9 @@ int cs_cmd_simulate(int argc, char **argv)
             o = json_pack("{s:o, s:o, s:o, s:I, s:o}", "policy", cs_json_text(r->policy), "virtual_s",
                           cs_json_sig(r->virtual_s, 10), "wall_s", cs_json_sig(r->wall_s, 10), "steps",
                           (json_int_t)r->steps, "jobs", jobs);
+            if (o)
+                json_object_set_new(o, "idle_frozen", json_pack("{s:o, s:o}", "nobody", cs_json_sig(r->idle_nobody, 10),
+                                                                 "held", cs_json_sig(r->idle_held, 10)));
             if (o && want_bound) {
                 json_object_set_new(o, "configurations", json_integer(r->ncfgs));
                 json_object_set_new(o, "recorded_total", cs_json_sig(recorded_total(r, &bd), 10));
@@ -1022,6 +1032,10 @@ int cs_cmd_simulate(int argc, char **argv)
                        r->virtual_s > 0 ? r->completions[i] / r->virtual_s : 0, r->cpu_s[i],
                        r->cls[i] ? r->cls[i] : '-');
             }
+        printf("idle while a job was frozen, CPU-s: on cpus given to nobody + on cpus of a running job\n");
+        for (int k = 0; k < npols; k++)
+            printf("%-10s %10.2f = %.2f + %.2f\n", res[k].policy, res[k].idle_nobody + res[k].idle_held,
+                   res[k].idle_nobody, res[k].idle_held);
         if (want_bound) {
             static const char *const what[3] = { "no constraint", "every job >= 1/n", "the least job" };
             printf("bound: LP over %d configurations (%d recorded from the runs); normalised throughput = runs/s "

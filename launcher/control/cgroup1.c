@@ -527,4 +527,5 @@ const struct cs_control_ops cs_control_cgroup1 = {
     .fini = cg1_fini,
     .rescue = cg1_rescue,
     .freeze_many = cg1_freeze_many,
+    .cpu_idle = cs_proc_cpu_idle,
 };

@@ -538,4 +538,5 @@ const struct cs_control_ops cs_control_cgroup2 = {
     .fini = cg2_fini,
     .rescue = cg2_rescue,
     .freeze_many = cg2_freeze_many,
+    .cpu_idle = cs_proc_cpu_idle,
 };

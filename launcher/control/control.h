@@ -56,6 +56,11 @@ struct cs_control_ops {
      * each job frozen; a job that did not freeze in time is thawed back and
      * reported, as freeze() does.  0 if all froze, else -1. */
     int (*freeze_many)(struct cs_engine *e, struct cs_job **jobs, int n, int *frozen);
+    /* Optional (NULL: unknown): the time each cpu of cpus has been idle so
+     * far, as the kernel (or the model) counts it, s: idle_s[k] for the
+     * k-th cpu of cpus in increasing order.  Only differences between two
+     * calls mean anything.  0, or -1 when it cannot be read (unknown). */
+    int (*cpu_idle)(struct cs_engine *e, hwloc_const_bitmap_t cpus, double *idle_s);
 };
 
 extern const struct cs_control_ops cs_control_cgroup1;
@@ -94,6 +99,10 @@ int cs_proc_cpu_read(struct cs_proc_cpu *a, pid_t live_pgid, uint64_t *ns);
 void cs_proc_cpu_reaped(struct cs_proc_cpu *a, const struct rusage *ru);
 /* Keep a counter monotonic: the larger of v and the last value returned. */
 uint64_t cs_proc_cpu_monotonic(struct cs_proc_cpu *a, uint64_t v);
+/* cpu_idle() of the backends on a real node (proc.c): idle + iowait of the
+ * cpuN lines of /proc/stat, in USER_HZ ticks, as seconds.  -1 when the file
+ * cannot be read or a cpu of cpus has no line (offline). */
+int cs_proc_cpu_idle(struct cs_engine *e, hwloc_const_bitmap_t cpus, double *idle_s);
 
 /* Helpers shared by the control backends and their rescue code (proc.c,
  * cgroup2.c); not for the engine.  who ("cgroup1") prefixes messages. */

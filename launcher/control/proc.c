@@ -1021,3 +1021,62 @@ void cs_proc_cpu_reaped(struct cs_proc_cpu *a, const struct rusage *ru)
     a->reaped_ns += (uint64_t)(ru->ru_utime.tv_sec + ru->ru_stime.tv_sec) * 1000000000ull
                   + (uint64_t)(ru->ru_utime.tv_usec + ru->ru_stime.tv_usec) * 1000ull;
 }
+
+/* ------------------------------------------------ idle time per cpu */
+
+/*
+ * /proc/stat: "cpuN user nice system idle iowait irq softirq steal ...",
+ * cumulative USER_HZ ticks per cpu since boot; the cpuN lines follow the
+ * "cpu" total and precede everything else.  Idle is idle + iowait (a cpu
+ * waiting for I/O with nothing else to run is a cpu nobody uses); steal is
+ * not idle (the hypervisor gave the time to someone else).  The counts move
+ * in ticks (10 ms at USER_HZ 100): only steps much longer than a tick give
+ * meaningful differences.
+ */
+int cs_proc_cpu_idle(struct cs_engine *e, hwloc_const_bitmap_t cpus, double *idle_s)
+{
+    FILE *f = fopen("/proc/stat", "re");
+    long hz = sysconf(_SC_CLK_TCK);
+    int n = hwloc_bitmap_weight(cpus), found = 0;
+    char *line = NULL;
+    size_t cap = 0;
+
+    (void)e;
+    if (f == NULL || n < 0 || hz <= 0) {
+        if (f)
+            fclose(f);
+        return -1;
+    }
+    for (int k = 0; k < n; k++)
+        idle_s[k] = -1;
+    while (getline(&line, &cap, f) > 0) {
+        char *p;
+        if (strncmp(line, "cpu", 3) != 0)
+            break;                       /* past the cpu lines */
+        if (!isdigit((unsigned char)line[3]))
+            continue;                    /* the total */
+        unsigned long cpu = strtoul(line + 3, &p, 10);
+        unsigned long long v[5];
+        int k;
+        for (k = 0; k < 5; k++) {
+            char *q;
+            errno = 0;
+            v[k] = strtoull(p, &q, 10);
+            if (q == p || errno)
+                break;
+            p = q;
+        }
+        if (k < 5 || cpu > (unsigned long)INT_MAX || !hwloc_bitmap_isset(cpus, (unsigned)cpu))
+            continue;
+        /* the cpu's position in cpus */
+        int pos = 0;
+        for (int c = hwloc_bitmap_first(cpus); c >= 0 && (unsigned long)c != cpu; c = hwloc_bitmap_next(cpus, c))
+            pos++;
+        if (idle_s[pos] < 0)
+            found++;
+        idle_s[pos] = (double)(v[3] + v[4]) / (double)hz;
+    }
+    free(line);
+    fclose(f);
+    return found == n ? 0 : -1;
+}

@@ -420,4 +420,5 @@ const struct cs_control_ops cs_control_signals = {
     .fini = sig_fini,
     .rescue = sig_rescue,
     .freeze_many = sig_freeze_many,
+    .cpu_idle = cs_proc_cpu_idle,
 };

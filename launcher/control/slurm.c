@@ -1211,4 +1211,5 @@ const struct cs_control_ops cs_control_slurm = {
     .rescue = sl_rescue,
     .rescue_thaw = sl_rescue_thaw,
     .freeze_many = sl_freeze_many,
+    .cpu_idle = cs_proc_cpu_idle,
 };

@@ -336,6 +336,11 @@ struct cs_engine {
     uint64_t epoch, step_seq;
     int nfallbacks;
     double switch_us_total; uint64_t switches;
+    /* CPU-seconds the managed cpus sat idle in steps that held a live job
+     * frozen: on cpus the plan gave to no running job (nobody) and on cpus
+     * of a running job (held); idle_steps: steps where the control backend
+     * could say (cpu_idle), the totals cover those only */
+    double idle_nobody_s, idle_held_s; uint64_t idle_steps;
     void *ctl_state;                   /* backend private */
 
     /* profile store (NULL: none) and a hook called after every plan() that

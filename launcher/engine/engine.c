@@ -511,6 +511,11 @@ struct stepstate {
     const struct cs_plan_step *st;   /* the step (its cpus go to the trace) */
     double t_start, t_plan_end, switch_us;
     int fallback;
+    /* the managed cpus at the step's start and their idle time then
+     * (control's cpu_idle; idle_ok 0: unknown), see idle_frozen() */
+    hwloc_bitmap_t idle_cpus;
+    double *idle0;
+    int idle_cap, idle_ok;
 };
 
 /* Freeze every live job with run[i] == 0 that is not frozen yet, all at once
@@ -630,7 +635,7 @@ static void unleash_all(struct cs_engine *e)
     }
 }
 
-static void measure_begin(struct cs_engine *e)
+static void measure_begin(struct cs_engine *e, struct stepstate *ss)
 {
     for (int i = 0; i < e->njobs; i++) {
         struct cs_job *j = e->jobs[i];
@@ -638,6 +643,73 @@ static void measure_begin(struct cs_engine *e)
         if (j->state == CS_JOB_LIVE && e->ctl->cpu_time(e, j, &ns) == 0)
             j->cpu_mark = ns;
     }
+    /* last, nearest the step's start: the idle time of the managed cpus */
+    ss->idle_ok = 0;
+    if (e->ctl->cpu_idle == NULL)
+        return;
+    int n = hwloc_bitmap_weight(e->managed);
+    if (n > ss->idle_cap) {
+        double *p = realloc(ss->idle0, (size_t)n * sizeof *p);
+        if (p == NULL)
+            return;
+        ss->idle0 = p;
+        ss->idle_cap = n;
+    }
+    if (ss->idle_cpus == NULL)
+        ss->idle_cpus = hwloc_bitmap_alloc();
+    hwloc_bitmap_copy(ss->idle_cpus, e->managed);
+    ss->idle_ok = n > 0 && e->ctl->cpu_idle(e, ss->idle_cpus, ss->idle0) == 0;
+}
+
+/*
+ * Work conservation, measured: the CPU-seconds the step's cpus sat idle
+ * (what control's cpu_idle reports: the kernel's per-cpu idle time, or the
+ * model's) while the plan held some live job frozen, split into cpus the
+ * step gave to no running job (nobody) and cpus of a running job that left
+ * them idle (held: fewer busy threads than cores, or it ended in the step).
+ * Both 0 when no job was held; -1 when unknown (no cpu_idle, a failed read).
+ * The step's cpus are the managed ones at its start; a job the plan ran
+ * holds the cpus it ran on (step_cpus), a job that is never frozen the ones
+ * it is on.  Held means live at the step's start and not in the plan: an
+ * instance waiting for its first quantum is held like any other (it could
+ * run); one restarted during the step (--window) follows one the plan ran.
+ * A job that registered during the step (serve) is not in it.  idle1: the
+ * cpus' idle time at the step's end.
+ */
+static int idle_frozen(struct cs_engine *e, const struct stepstate *ss, const int *was_live, const double *idle1,
+                       double *nobody, double *held)
+{
+    int someone_held = 0, k = 0;
+    hwloc_bitmap_t used;
+
+    *nobody = *held = 0;
+    if (!ss->idle_ok || idle1 == NULL)
+        return -1;
+    used = hwloc_bitmap_alloc();
+    for (int i = 0; i < ss->njobs; i++) {
+        struct cs_job *j = e->jobs[i];
+        if (!was_live[i])
+            continue;
+        if (ss->run[i] > 0) {
+            if (j->step_cpus)
+                hwloc_bitmap_or(used, used, j->step_cpus);
+        } else if (ss->run[i] < 0)
+            hwloc_bitmap_or(used, used, j->cpus);
+        else
+            someone_held = 1;
+    }
+    for (int c = hwloc_bitmap_first(ss->idle_cpus); someone_held && c >= 0;
+         c = hwloc_bitmap_next(ss->idle_cpus, c), k++) {
+        double d = idle1[k] - ss->idle0[k];
+        if (d <= 0)
+            continue;
+        if (hwloc_bitmap_isset(used, (unsigned)c))
+            *held += d;
+        else
+            *nobody += d;
+    }
+    hwloc_bitmap_free(used);
+    return 0;
 }
 
 /* Read the step's counts of job j and turn them into metrics. */
@@ -684,6 +756,10 @@ static void step_end(struct cs_engine *e, struct stepstate *ss, const int *was_l
 {
     double now = cs_now();
     double wall = now - ss->t_start;
+    int nidle = ss->idle_ok ? hwloc_bitmap_weight(ss->idle_cpus) : 0;
+    double idle1[nidle + 1], nobody, held;
+    /* first, nearest the step's end (the jobs' CPU times take a while) */
+    int idle_known = ss->idle_ok && e->ctl->cpu_idle(e, ss->idle_cpus, idle1) == 0;
 
     json_t *line = NULL, *jobs = NULL;
     if (e->trace)
@@ -739,6 +815,14 @@ static void step_end(struct cs_engine *e, struct stepstate *ss, const int *was_l
             }
             free(c);
         }
+    }
+    if (idle_frozen(e, ss, was_live, idle_known ? idle1 : NULL, &nobody, &held) == 0) {
+        e->idle_nobody_s += nobody;
+        e->idle_held_s += held;
+        e->idle_steps++;
+        if (line)
+            json_object_set_new(line, "idle_frozen", json_pack("{s:o, s:o}", "nobody", cs_json_fixed(nobody, 6),
+                                                                "held", cs_json_fixed(held, 6)));
     }
     if (e->trace)
         cs_json_put(e->trace, line, 0);
@@ -1095,6 +1179,13 @@ static void print_summary(struct cs_engine *e)
             cs_policy_name(e->policy), e->ctl->name, cs_now() - e->t0, (unsigned long long)e->step_seq,
             e->switches ? e->switch_us_total / e->switches : 0.0,
             e->nfallbacks ? ", policy fallbacks occurred" : "");
+    if (e->idle_steps)
+        fprintf(stderr, "idle while a job was frozen: %.2f CPU-s (%.2f on cpus given to nobody, %.2f on cpus of a "
+                        "running job)%s\n", e->idle_nobody_s + e->idle_held_s, e->idle_nobody_s, e->idle_held_s,
+                e->idle_steps < e->step_seq ? ", in the steps where the idle time could be read" : "");
+    else if (e->step_seq)
+        fprintf(stderr, "idle while a job was frozen: unknown (control %s could not read the cpus' idle time)\n",
+                e->ctl->name);
     fprintf(stderr, "%4s %-16s %5s %8s %9s %9s %7s %7s  %s\n", "id", "name", "runs", "done", "wall_s", "cpu_s",
             "q_run", "q_froz", "status");
     for (int i = 0; i < e->njobs; i++) {
@@ -1289,7 +1380,7 @@ started:
                                  ? e->jobs[i]->cpus : NULL;
             e->cnt->step_begin(e, cpus_of);
         }
-        measure_begin(e);
+        measure_begin(e, &ss);
         ss.t_start = cs_now();
         ss.t_plan_end = ss.t_start + st->duration;
         if (e->progress)
@@ -1337,6 +1428,9 @@ out:
     hwloc_bitmap_free(e->all_mems);
     e->all_mems = NULL;
     free(ss.run);
+    free(ss.idle0);
+    if (ss.idle_cpus)
+        hwloc_bitmap_free(ss.idle_cpus);
     free(was_live);
     if (rs.sfd >= 0)
         close(rs.sfd);

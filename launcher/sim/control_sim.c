@@ -57,6 +57,11 @@ static int sim_cpu_time(struct cs_engine *e, struct cs_job *j, uint64_t *ns)
     return 0;
 }
 
+static int sim_cpu_idle(struct cs_engine *e, hwloc_const_bitmap_t cpus, double *idle_s)
+{
+    return cs_sim_cpu_idle(cs_sim_of(e), cpus, idle_s);
+}
+
 static void sim_job_release(struct cs_engine *e, struct cs_job *j)
 {
     cs_sim_freeze(cs_sim_of(e), j, 0);
@@ -84,4 +89,5 @@ const struct cs_control_ops cs_control_sim = {
     .job_release = sim_job_release,
     .fini = sim_fini,
     .rescue = sim_rescue,
+    .cpu_idle = sim_cpu_idle,
 };

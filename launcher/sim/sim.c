@@ -713,6 +713,8 @@ struct cs_sim {
     /* cs_sim_record: distinct configurations, the current one (-1 none) */
     int rec, ncfgs, cur;
     struct cs_sim_config *cfgs;
+    /* per core: busy share in the current configuration, busy seconds so far */
+    double *busy, *busy_s;
 };
 
 /* ---------------------------------------------------------------- PRNG */
@@ -857,6 +859,8 @@ struct cs_sim *cs_sim_new(const struct cs_sim_node *n, const struct cs_sim_apps 
     s->nnuma = topo->nnumas > 0 ? topo->nnumas : 1;
     s->now = 0;
     s->dirty = 1;
+    s->busy = calloc(s->ncores ? s->ncores : 1, sizeof *s->busy);
+    s->busy_s = calloc(s->ncores ? s->ncores : 1, sizeof *s->busy_s);
     cs_set_virtual_clock(&s->now);
     return s;
 }
@@ -874,6 +878,8 @@ void cs_sim_free(struct cs_sim *s)
     }
     free(s->j);
     cs_sim_configs_free(s->cfgs, s->ncfgs);
+    free(s->busy);
+    free(s->busy_s);
     free(s);
 }
 
@@ -940,6 +946,7 @@ struct cfg {
     int *ph;
     double *e, *rate;
     double (*cr)[CS_SIM_NEVENTS];
+    double *busy;     /* NULL, or per core: the share of its time some thread runs, min(1, load) */
 };
 
 struct work {
@@ -1068,6 +1075,10 @@ static void evaluate(struct cs_sim *s, struct cfg *c)
             if (hwloc_bitmap_intersects(s->topo->cores[x].pus, c->cpus[k]))
                 load[x] += d;
     }
+    /* a core is busy while some thread runs on it: min(1, load); a job of T
+     * threads alone on C > T cores leaves C - T of them idle */
+    for (int x = 0; c->busy && x < nc; x++)
+        c->busy[x] = load[x] < 1 ? load[x] : 1;
     for (int k = 0; k < n; k++) {
         struct sjob *sj = c->sj[k];
         const struct cs_sim_app *p = sj->app;
@@ -1303,7 +1314,7 @@ static void evaluate_now(struct cs_sim *s)
         ph[n] = sj->phase;
         n++;
     }
-    struct cfg c = { n, sjs, cpus, ph, e, rate, cr };
+    struct cfg c = { n, sjs, cpus, ph, e, rate, cr, s->busy };
     evaluate(s, &c);
     for (int k = 0; k < n; k++) {
         sjs[k]->e = e[k];
@@ -1442,6 +1453,18 @@ uint64_t cs_sim_cpu_ns(struct cs_sim *s, struct cs_job *j)
     return sj ? (uint64_t)llround(sj->cpu_s * 1e9) : 0;
 }
 
+int cs_sim_cpu_idle(struct cs_sim *s, hwloc_const_bitmap_t cpus, double *idle_s)
+{
+    int k = 0;
+    for (int c = hwloc_bitmap_first(cpus); c >= 0; c = hwloc_bitmap_next(cpus, c), k++) {
+        int x = cs_topo_core_of_pu(s->topo, c);
+        if (x < 0 || x >= s->ncores)
+            return -1;
+        idle_s[k] = s->now - s->busy_s[x];
+    }
+    return 0;
+}
+
 /* ---------------------------------------------------------------- engine */
 
 int cs_sim_start(struct cs_sim *s, struct cs_job *j)
@@ -1509,6 +1532,8 @@ int cs_sim_advance(struct cs_sim *s, double until, struct cs_job **ended)
             for (int v = 0; v < CS_SIM_NEVENTS; v++)
                 sj->acc[v] += sj->cr[v] * dt;
         }
+        for (int x = 0; x < s->ncores; x++)
+            s->busy_s[x] += s->busy[x] * dt;
         if (s->rec && s->cur >= 0)
             s->cfgs[s->cur].seconds += (until - s->now <= dt) ? until - s->now : dt;
         s->now = (until - s->now <= dt) ? until : s->now + dt;

@@ -106,6 +106,13 @@ void cs_sim_free(struct cs_sim *s);
 int cs_sim_set_cpus(struct cs_sim *s, struct cs_job *j, hwloc_const_bitmap_t cpus, hwloc_const_bitmap_t mems);
 int cs_sim_freeze(struct cs_sim *s, struct cs_job *j, int frozen);
 uint64_t cs_sim_cpu_ns(struct cs_sim *s, struct cs_job *j);
+/* Idle seconds so far of each cpu of cpus (control's cpu_idle): virtual time
+ * minus the time some thread ran on its core.  A core is busy min(1, load)
+ * of the time, load = the threads of the running jobs placed on it (each
+ * job's threads spread evenly over its cores): a core of no running job is
+ * idle, and a job of T threads on C > T cores leaves C - T cores' worth idle.
+ * The model's cores have one PU each. */
+int cs_sim_cpu_idle(struct cs_sim *s, hwloc_const_bitmap_t cpus, double *idle_s);
 /* counter side (counters_sim.c): the counts since the previous read, with
  * the noise applied; seconds covered. */
 int cs_sim_read(struct cs_sim *s, struct cs_job *j, double v[CS_SIM_NEVENTS], double *seconds);
