@@ -137,6 +137,38 @@ assert s["jobs"][0]["name"] == "a<&>\"b", s["jobs"][0]
 ' o.json
 }
 
+@test "idle cpus: hatched by the share of each step they sat idle (cpu_idle), the job's colour on top" {
+    requires python3
+    # two 1 s steps on cpus 0-1: job 1 on both, cpu 1 idle 0.6 s then all of the second step
+    cat > idle.jsonl <<'EOF'
+{"type":"run","version":2,"command":"run","policy":"tft","quantum":1,"window":0,"cpus":"0-1","control":"cgroup1"}
+{"type":"job","event":"start","time":0,"id":1,"name":"a","instance":1,"threads":2,"pid":10}
+{"type":"step","seq":0,"epoch":1,"start":0,"end":1,"jobs":[{"id":1,"name":"a","state":"run","cpus":"0-1","cpu_s":1.4}],"cpu_idle":[[1,0.6],[0,0.01]]}
+{"type":"step","seq":1,"epoch":2,"start":1,"end":2,"jobs":[{"id":1,"name":"a","state":"run","cpus":"0-1","cpu_s":1}],"cpu_idle":[[1,1.0]]}
+EOF
+    run "$COSCHED" report idle.jsonl -o i.svg
+    [ "$status" -eq 0 ]
+    run python3 "$CHECK" svg i.svg idle.jsonl
+    echo "$output"
+    [ "$status" -eq 0 ]
+    assert_contains "$output" "2 idle hatches agree"
+    # the hatch of a whole idle step leaves the bar's top 4 px to the job's colour
+    python3 - i.svg <<'EOF'
+import sys, xml.etree.ElementTree as ET
+NS = "{http://www.w3.org/2000/svg}"
+r = ET.parse(sys.argv[1]).getroot()
+cs = [x for x in r.iter(NS + "rect") if x.get("class") == "cs" and x.get("data-cpu") == "1"]
+ci = {x.get("data-step"): x for x in r.iter(NS + "rect") if x.get("class") == "ci"}
+assert len(cs) == 1 and set(ci) == {"0", "1"}, (len(cs), set(ci))
+top, h = float(cs[0].get("y")), float(cs[0].get("height"))
+for step, share in (("0", 0.6), ("1", 1.0)):
+    y, hh = float(ci[step].get("y")), float(ci[step].get("height"))
+    assert abs(y + hh - (top + h)) < 0.01 and abs(hh - (h - 4) * share) < 0.01, (step, y, hh, top, h)
+    assert ci[step].get("fill") == "url(#idle)", ci[step].attrib
+print("ok")
+EOF
+}
+
 @test "bad input: exit 2, the file, the line and what was expected" {
     echo 'hello world' > notjson
     run "$COSCHED" report notjson
@@ -162,6 +194,13 @@ assert s["jobs"][0]["name"] == "a<&>\"b", s["jobs"][0]
     run "$COSCHED" report idle.jsonl
     [ "$status" -eq 2 ]
     assert_contains "$output" 'report: idle.jsonl:1: step 3: expected "idle_frozen" to be {"nobody": CPU-s, "held": CPU-s}'
+    for bad in '{}' '[[0]]' '[[-1,0.1]]' '[[4096,0.1]]' '[[0.5,0.1]]' '[[0,-1]]' '[[0,"x"]]'; do
+        printf '{"type":"step","seq":4,"epoch":1,"start":0,"end":0.1,"jobs":[],"cpu_idle":%s}\n' "$bad" > ci.jsonl
+        run "$COSCHED" report ci.jsonl
+        [ "$status" -eq 2 ]
+        assert_contains "$output" 'report: ci.jsonl:1: step 4: '
+        assert_contains "$output" 'cpu_idle'
+    done
     printf '{"type":"job","event":"start","time":0,"id":1,"name":"a"}\n' > nosteps.jsonl
     run "$COSCHED" report nosteps.jsonl
     [ "$status" -eq 2 ]

@@ -76,6 +76,11 @@ valid() {
     valid idle.jsonl
     refused "'held' is a required property" "${valid_step/\"fallback\":false/$i2}"
     refused "-0.5 is less than the minimum of 0" "${valid_step/\"fallback\":false/$i3}"
+    # idle per cpu: [cpu, seconds] pairs
+    printf '%s\n' "${valid_step/\"fallback\":false/\"fallback\":false,\"cpu_idle\":[[0,0.05],[1,0.1]]}" > ci.jsonl
+    valid ci.jsonl
+    refused "-1 is less than the minimum of 0" "${valid_step/\"fallback\":false/\"fallback\":false,\"cpu_idle\":[[-1,0.1]]}"
+    refused "" "${valid_step/\"fallback\":false/\"fallback\":false,\"cpu_idle\":[[1]]}"
 }
 
 @test "cosched run: every line of a trace with names to escape, a window, replayed counters, policy info and characterizations is valid" {

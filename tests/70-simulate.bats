@@ -784,6 +784,18 @@ def check(path, node=8):
                 want_held += max(0, len(c) - threads[j["id"]]) * dt
         want = ((node - len(used)) * dt, want_held) if held else (0.0, 0.0)
         got = (idle["nobody"], idle["held"])
+        # per cpu, held or not: a cpu of nobody idle the whole step, one of a running job of T threads
+        # on C cores idle (1 - T/C) of it; cpu_idle lists those idle 1 ms or more
+        want_ci = {c: dt for c in range(node) if c not in used}
+        for j in d["jobs"]:
+            if j["state"] == "run":
+                c = cpuset(j["cpus"])
+                for k in c:
+                    x = max(0.0, 1 - threads[j["id"]] / len(c)) * dt
+                    if x >= 0.001:
+                        want_ci[k] = x
+        ci = dict(d["cpu_idle"])
+        assert ci.keys() == want_ci.keys() and all(abs(ci[k] - want_ci[k]) <= 1e-3 for k in ci), (path, d, want_ci)
         assert all(abs(g - w) <= 1e-5 * node for g, w in zip(got, want)), (path, d["seq"], got, want)
         seen["held" if held else "alone"] += 1
         tot[0] += got[0]
@@ -814,6 +826,16 @@ EOF
     [ "$status" -eq 0 ]
     run "$COSCHED" report t.jsonl.half --summary s.csv
     [ "$status" -eq 0 ]
+    # the picture hatches the idle cpus: half's cpus 4-7 (nobody's) in full, tft's two idle cores of ep
+    local p
+    for p in half tft; do
+        "$COSCHED" report t.jsonl.$p -o $p.svg
+        run python3 "$COSCHED_SRCDIR/tests/helpers/report_check.py" svg $p.svg t.jsonl.$p
+        echo "$output"
+        [ "$status" -eq 0 ]
+    done
+    grep -q 'class="ci"[^>]*data-cpu="4"[^>]*data-idle="1.000"' half.svg
+    grep -q 'class="ci"[^>]*data-idle="0.500"' tft.svg
     run python3 - s.json s.csv t.json <<'EOF'
 import csv, json, sys
 s = json.load(open(sys.argv[1]))

@@ -79,6 +79,8 @@ struct rstep {
     struct rsj *jobs;
     int idle_known;              /* the step says idle_frozen */
     double idle_nobody, idle_held;
+    int nidle;                   /* the step's cpu_idle: cpus that sat idle, and the share of the step */
+    struct ridle { int cpu; double share; } *idle;
 };
 
 struct model {
@@ -294,6 +296,26 @@ static int read_step(struct model *m, long line, const json_t *o)
         s.idle_nobody = json_number_value(nb);
         s.idle_held = json_number_value(hd);
     }
+    const json_t *ci = json_object_get(o, "cpu_idle");
+    if (ci) {
+        size_t n = json_array_size(ci);
+        if (!json_is_array(ci) || n > 4096)
+            return rerr(m, line, "step %llu: expected \"cpu_idle\" to be a list of at most 4096 [cpu, seconds] pairs",
+                        s.seq);
+        s.idle = calloc(n + 1, sizeof *s.idle);
+        for (size_t k = 0; k < n; k++) {
+            const json_t *p = json_array_get(ci, k), *c = json_array_get(p, 0), *t = json_array_get(p, 1);
+            double cv = json_number_value(c), tv = json_number_value(t);
+            if (json_array_size(p) != 2 || !json_is_integer(c) || !json_is_number(t) || cv < 0 || cv > 4095 ||
+                !(tv >= 0) || tv > 1e9) {
+                free(s.idle);
+                return rerr(m, line, "step %llu: cpu_idle[%zu]: expected [cpu, seconds] (cpu 0 to 4095, seconds >= 0)",
+                            s.seq, k);
+            }
+            s.idle[s.nidle].cpu = (int)cv;
+            s.idle[s.nidle++].share = s.end > s.start ? fmin(1, tv / (s.end - s.start)) : 0;
+        }
+    }
     s.jobs = calloc(json_array_size(jobs) + 1, sizeof *s.jobs);
     for (int k = 0; k < (int)json_array_size(jobs); k++) {
         const json_t *x = json_array_get(jobs, (size_t)k);
@@ -344,6 +366,7 @@ bad:
     for (int k = 0; k < s.n; k++)
         hwloc_bitmap_free(s.jobs[k].cpus);
     free(s.jobs);
+    free(s.idle);
     return -1;
 }
 
@@ -596,6 +619,26 @@ static void cell(const struct model *m, int i, int c, char *sig, size_t len, int
 
 /* Cpu rows: per cpu, the jobs running there (job colour); a cpu several
  * jobs share in a step (the linux policy) is split between them. */
+/* Over cpu c's row (top y): per step, the share of the step the cpu sat idle
+ * (cpu_idle), hatched from the bottom up over the bar but its top 4 px, which
+ * keep the colour of the job whose cpu it was; shares under 5 % are not drawn. */
+static void idle_marks(FILE *f, const struct model *m, int c, double y)
+{
+    for (int i = 0; i < m->nsteps; i++) {
+        const struct rstep *s = &m->steps[i];
+        for (int k = 0; k < s->nidle; k++) {
+            if (s->idle[k].cpu != c || s->idle[k].share < 0.05)
+                continue;
+            double h = (BARH - 4) * s->idle[k].share, x0 = xof(m, s->start), x1 = fmax(xof(m, s->end), x0 + 0.5);
+            fprintf(f, "<rect class=\"ci\" x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" "
+                       "fill=\"url(#idle)\" data-cpu=\"%d\" data-step=\"%llu\" data-idle=\"%.3f\"><title>cpu %d: "
+                       "idle %.0f %% of step %llu (%.3f-%.3f s)</title></rect>\n",
+                    x0, y + (ROWH - BARH) / 2 + BARH - h, x1 - x0, h, c, s->seq, s->idle[k].share, c,
+                    100 * s->idle[k].share, s->seq, s->start, s->end);
+        }
+    }
+}
+
 static void cpu_rows(FILE *f, const struct model *m, const struct geom *g)
 {
     for (int r = 0; r < g->ncpus; r++) {
@@ -645,6 +688,7 @@ static void cpu_rows(FILE *f, const struct model *m, const struct geom *g)
             t1 = m->steps[i].end;
             nsteps++;
         }
+        idle_marks(f, m, c, y);
     }
 }
 
@@ -688,6 +732,9 @@ static void svg(FILE *f, const struct model *m, int standalone)
                "font-family=\"sans-serif\" font-size=\"12\">\n", g.width, g.height, g.width, g.height);
     fprintf(f, "<style>.lbl{fill:#222}.hd{font-weight:bold;fill:#222}.ax{stroke:#444}.ep{stroke:#888;"
                "stroke-dasharray:3,3}.sm{fill:#222;font-family:monospace;white-space:pre}.in{font-size:10px}</style>\n");
+    fprintf(f, "<defs><pattern id=\"idle\" width=\"5\" height=\"5\" patternUnits=\"userSpaceOnUse\" "
+               "patternTransform=\"rotate(45)\"><rect width=\"5\" height=\"5\" fill=\"#ffffff\"/><line x1=\"0\" "
+               "y1=\"0\" x2=\"0\" y2=\"5\" stroke=\"#666666\" stroke-width=\"2\"/></pattern></defs>\n");
     fprintf(f, "<rect x=\"0\" y=\"0\" width=\"%.0f\" height=\"%.0f\" fill=\"#ffffff\"/>\n", g.width, g.height);
     /* title and legend */
     fprintf(f, "<text x=\"10\" y=\"20\" class=\"hd\" font-size=\"14\">cosched report: ");
@@ -712,7 +759,12 @@ static void svg(FILE *f, const struct model *m, int standalone)
                 lx, st_color[s], st_name[s], lx + 18, st_label[s]);
         lx += 18 + 7.5 * strlen(st_label[s]) + 16;
     }
-    fprintf(f, "<text x=\"%.1f\" y=\"59\" class=\"lbl\">cpu rows: the colour of the job running there</text>\n", lx);
+    fprintf(f, "<rect class=\"legend\" x=\"%.1f\" y=\"48\" width=\"14\" height=\"14\" fill=\"url(#idle)\" "
+               "stroke=\"#999999\" data-state=\"idle\"/><text x=\"%.1f\" y=\"59\" class=\"lbl\">idle cpu</text>\n",
+            lx, lx + 18);
+    lx += 18 + 7.5 * strlen("idle cpu") + 16;
+    fprintf(f, "<text x=\"%.1f\" y=\"59\" class=\"lbl\">cpu rows: the colour of the job running there, hatched "
+               "by the share of the step the cpu sat idle</text>\n", lx);
     /* epochs: a dashed line where one starts, its number where there is room */
     double lastlabel = -1e9;
     unsigned long long ep = ~0ULL;
@@ -1010,6 +1062,7 @@ done:
         for (int k = 0; k < m.steps[i].n; k++)
             hwloc_bitmap_free(m.steps[i].jobs[k].cpus);
         free(m.steps[i].jobs);
+        free(m.steps[i].idle);
     }
     for (int i = 0; i < m.njobs; i++)
         free(m.jobs[i].name);

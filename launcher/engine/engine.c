@@ -712,6 +712,21 @@ static int idle_frozen(struct cs_engine *e, const struct stepstate *ss, const in
     return 0;
 }
 
+/* The step's idle time per managed cpu, for the trace: [[cpu, seconds], ...],
+ * the cpus that sat idle at least 1 ms (what `cosched report` draws). */
+static json_t *cpu_idle_list(const struct stepstate *ss, const double *idle1)
+{
+    json_t *a = json_array();
+    int k = 0;
+
+    for (int c = hwloc_bitmap_first(ss->idle_cpus); a && c >= 0; c = hwloc_bitmap_next(ss->idle_cpus, c), k++) {
+        double d = idle1[k] - ss->idle0[k];
+        if (d >= 0.001)
+            json_array_append_new(a, json_pack("[i, o]", c, cs_json_fixed(d, 3)));
+    }
+    return a;
+}
+
 /* Read the step's counts of job j and turn them into metrics. */
 static void measure_counters(struct cs_engine *e, struct cs_job *j, double seconds)
 {
@@ -816,6 +831,8 @@ static void step_end(struct cs_engine *e, struct stepstate *ss, const int *was_l
             free(c);
         }
     }
+    if (line && idle_known)
+        json_object_set_new(line, "cpu_idle", cpu_idle_list(ss, idle1));
     if (idle_frozen(e, ss, was_live, idle_known ? idle1 : NULL, &nobody, &held) == 0) {
         e->idle_nobody_s += nobody;
         e->idle_held_s += held;

@@ -4,7 +4,9 @@
     report_check.py svg  PICTURE.svg TRACE   the SVG parses as XML; its rectangles say what the trace
                                              says: per step, each running job's cpus are rectangles of
                                              that job on those cpus, each live job's row has its state;
-                                             no rectangle claims more; x is linear in time
+                                             no rectangle claims more; x is linear in time; each cpu
+                                             idle 5 % of a step or more (cpu_idle) is hatched in that
+                                             step by that share, nothing else is
     report_check.py html PAGE.html TRACE     parses as HTML (doctype, one inline <svg> that parses as XML,
                                              a table row per job), nothing external (no src, href,
                                              <script>, <link>, url(...) but #ids)
@@ -114,7 +116,26 @@ def check_svg(picture, trace):
     for r in allr:
         if abs(a["x"] + (r["t0"] - a["t0"]) * scale - r["x"]) > 1.0:
             fail("rectangle %s is not where its start time puts it" % r)
-    print("%d steps, %d job and %d cpu rectangles agree" % (len(steps), len(js), len(cs)))
+    # idle cpus: one hatch per (step, cpu) idle >= 5 % of the step, its data-idle the share
+    hatch = {}
+    for r in root.iter(NS + "rect"):
+        if r.get("class") == "ci":
+            k = (int(r.get("data-step")), int(r.get("data-cpu")))
+            if k in hatch:
+                fail("step %d, cpu %d: two idle hatches" % k)
+            hatch[k] = float(r.get("data-idle"))
+    want = {}
+    for s in steps:
+        d = s["end"] - s["start"]
+        for c, sec in s.get("cpu_idle", []):
+            if d > 0 and min(1.0, sec / d) >= 0.05:
+                want[s["seq"], c] = min(1.0, sec / d)
+    if set(hatch) != set(want):
+        fail("idle hatches for (step, cpu) %s, the trace says %s" % (sorted(hatch), sorted(want)))
+    for k, v in want.items():
+        if abs(hatch[k] - v) > 0.001:
+            fail("step %d, cpu %d: hatched %.3f idle, the trace says %.3f" % (k[0], k[1], hatch[k], v))
+    print("%d steps, %d job and %d cpu rectangles, %d idle hatches agree" % (len(steps), len(js), len(cs), len(hatch)))
 
 
 class Page(html.parser.HTMLParser):
