@@ -149,6 +149,16 @@ refuse1() {
     echo "$output"
     [ "$status" -eq 0 ]
     [[ $output =~ ^compute:\ 3\ iterations,\ [0-9]+\ threads?,\ [0-9.]+\ s,\ [0-9.]+\ GFLOP/s,\ checksum\ [0-9.e+-]+$ ]]
+    c3=$(echo "$output" | sed 's/.*checksum //')
+    # -r: the same work as one parallel region (the same checksum), its team in the line
+    run env OMP_NUM_THREADS=3 "$DEMO/compute" -n 3 -r
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [[ $output =~ ^compute:\ 3\ iterations,\ [0-9]+\ threads?,\ 1\ region,\ [0-9.]+\ s,\ [0-9.]+\ GFLOP/s,\ checksum\ [0-9.e+-]+$ ]]
+    [ "${output##*checksum }" = "$c3" ]
+    run "$DEMO/stream" -r
+    [ "$status" -eq 2 ]
+    assert_contains "$output" "stream: unknown option '-r'"
     # -q: the same work, no output
     run "$DEMO/compute" -n 1 -q
     [ "$status" -eq 0 ]

@@ -47,23 +47,32 @@ static long parse_count(const char *opt, const char *s, long max)
 
 /* The options every demo takes: -s SECONDS | -n ITERATIONS (default:
  * default_iterations), -q, -h, and -m MIB (default default_mib) when
- * default_mib > 0.  -h prints USAGE and exits 0; a bad option, value or
+ * default_mib > 0; -r (o.region = 1) when the program defines
+ * DEMO_REGION_OPTION before including this file.  -h prints USAGE and exits 0; a bad option, value or
  * argument prints one line and exits 2 (bad_usage). */
-struct demo_args { long iterations; double seconds; int quiet; long mib; };
+struct demo_args { long iterations; double seconds; int quiet; long mib; int region; };
 
 static struct demo_args demo_parse(int argc, char **argv, long default_iterations, long default_mib)
 {
-	struct demo_args o = { 0, 0, 0, default_mib };
+	struct demo_args o = { 0, 0, 0, default_mib, 0 };
 	int c;
+#ifdef DEMO_REGION_OPTION
+	const char *opts = default_mib > 0 ? ":s:n:m:qrh" : ":s:n:qrh";
+#else
+	const char *opts = default_mib > 0 ? ":s:n:m:qh" : ":s:n:qh";
+#endif
 
 	opterr = 0;
-	while ((c = getopt(argc, argv, default_mib > 0 ? ":s:n:m:qh" : ":s:n:qh")) != -1) {
+	while ((c = getopt(argc, argv, opts)) != -1) {
 		char opt[3] = { '-', (char)optopt, 0 };
 		switch (c) {
 		case 's': o.seconds = parse_seconds(optarg); break;
 		case 'n': o.iterations = parse_count("-n", optarg, 1000000000L); break;
 		case 'm': o.mib = parse_count("-m", optarg, 1L << 20); break;
 		case 'q': o.quiet = 1; break;
+#ifdef DEMO_REGION_OPTION
+		case 'r': o.region = 1; break;
+#endif
 		case 'h': printf(USAGE "\n"); exit(0);
 		case ':': bad_usage("option needs a value:", opt);
 		default: bad_usage("unknown option", opt);
