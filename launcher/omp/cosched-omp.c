@@ -61,10 +61,15 @@
  * region without a clause of the same thread gets exactly that many threads
  * (unless the ICV changed in between), even if the CPUs changed meanwhile.
  * A program that does  n = omp_get_max_threads(); <split work in n parts>;
- * #pragma omp parallel  therefore stays correct.  What cannot be kept: a
- * program that sizes per-thread storage once from omp_get_max_threads() while
- * it holds few CPUs, and indexes it by omp_get_thread_num() in later regions
- * after it got more CPUs, sees more threads than it was told.  Such a
+ * #pragma omp parallel  therefore stays correct.  Before the process's first
+ * outermost region it answers the ICV (that region's length is unknown, as
+ * for a call site not seen yet): a program that sizes per-thread storage at
+ * its start, the usual place, and a program whose one long region encloses
+ * its whole run, get their full count whatever CPUs they held when they
+ * started.  What cannot be kept: a program that sizes per-thread storage
+ * from omp_get_max_threads() after its first region, while it holds few
+ * CPUs, and indexes it by omp_get_thread_num() in later regions after it got
+ * more CPUs, sees more threads than it was told.  Such a
  * fixed-count program must opt out (below); so must any program that relies on
  * getting exactly OMP_NUM_THREADS threads.  At level > 0 the answer is the
  * runtime's own.
@@ -438,6 +443,12 @@ static struct site *site_of(const void *fn)
 /* what omp_get_max_threads() last told this thread at level 0 */
 static _Thread_local CS_TLS struct { int valid; unsigned n, icv; } promise;
 
+/* set once the process began its first outermost region: before it,
+ * omp_get_max_threads() answers the ICV (the first region's length is
+ * unknown, and a program sizing per-thread data at its start is then
+ * never told fewer threads than a later region may have) */
+static _Atomic int outer_seen;
+
 static int at_level0(void)
 {
     int (*get_level)(void) = real(R_GET_LEVEL);
@@ -476,6 +487,8 @@ static unsigned region_begin(struct region *r, const void *fn, unsigned asked)
     if (!enabled() || !at_level0())
         return asked;
     r->outer = 1;
+    if (!atomic_load_explicit(&outer_seen, memory_order_relaxed))
+        atomic_store_explicit(&outer_seen, 1, memory_order_relaxed);
     if (asked != 0) {
         publish_team(asked);
         return asked;
@@ -534,7 +547,7 @@ static int max_threads_via(enum real_fn f)
     if (icv_i <= 0 || !enabled() || !at_level0())
         return icv_i;
     unsigned icv = (unsigned)icv_i;
-    unsigned n = rule(icv, coarse_ms());
+    unsigned n = atomic_load_explicit(&outer_seen, memory_order_relaxed) ? rule(icv, coarse_ms()) : icv;
     promise.valid = 1;
     promise.n = n;
     promise.icv = icv;
