@@ -684,6 +684,8 @@ print(a["reason"])'
     grep -qx 'cosched_steps_coscheduled_total 2' "$m"
     grep -q '^cosched_steps{state="frozen"} [01]$' "$m"
     grep -qx 'cosched_policy_errors_total 0' "$m"
+    grep -q '^cosched_idle_while_frozen_cpu_seconds_total{cpus="nobody"} [0-9]*\.[0-9][0-9]$' "$m"
+    grep -q '^cosched_idle_while_frozen_cpu_seconds_total{cpus="held"} [0-9]*\.[0-9][0-9]$' "$m"
     [ ! -e "$m.tmp" ]
     # every sample line is NAME{LABELS} VALUE, every family has HELP and TYPE;
     # the histogram's buckets are cumulative and end with +Inf = count > 0

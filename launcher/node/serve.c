@@ -1246,6 +1246,11 @@ static void metrics_write(struct cs_engine *e, int up)
     HELP(f, "cosched_policy_errors_total", "counter",
          "Plans the policy failed to make (the fallback plan ran instead) since the engine started");
     fprintf(f, "cosched_policy_errors_total %d\n", e->nfallbacks);
+    HELP(f, "cosched_idle_while_frozen_cpu_seconds_total", "counter",
+         "CPU-seconds the managed cpus sat idle while a step was held frozen, on cpus given to no running step "
+         "(nobody) and on cpus of a running step that left them idle (held)");
+    fprintf(f, "cosched_idle_while_frozen_cpu_seconds_total{cpus=\"nobody\"} %.2f\n"
+               "cosched_idle_while_frozen_cpu_seconds_total{cpus=\"held\"} %.2f\n", e->idle_nobody_s, e->idle_held_s);
     HELP(f, "cosched_rescued_steps_total", "counter",
          "Steps a previous engine left held or frozen (killed with its guardian) that this engine gave back at start");
     fprintf(f, "cosched_rescued_steps_total %d\n", s->restored);
