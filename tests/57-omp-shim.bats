@@ -152,6 +152,10 @@ requires_f()    { requires multicore; [ -x "$F_PROG" ] || skip "needs $F_PROG: g
     local sum=${output##*checksum }
     OMP_NUM_THREADS=2 NOSHIM=1 run_prog "$compute" -n 2
     [ "${output##*checksum }" = "$sum" ]
+    # a program's teams may differ from region to region (the first of a call site gets the full count,
+    # the next ones the CPUs held): the demo barrier kernel checks each region against its own team
+    OMP_NUM_THREADS=2 run_prog taskset -c "$one" "$COSCHED_BUILDDIR/share/demo/barrier" -n 1000
+    [[ $output == *"checksum 2.000000e+03" ]]
 }
 
 @test "C, libgomp: opt-out with COSCHED_OMP=off (and 0, no, false), and with OMP_DYNAMIC=false" {

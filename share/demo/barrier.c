@@ -54,6 +54,7 @@ int main(int argc, char **argv)
 	double checksum = 0.0, t0 = now(), elapsed;
 	for (;;) {
 		double sum = 0.0;
+		int team = 1;
 #pragma omp parallel reduction(+ : sum)
 		{
 			/* dependent chain: cannot be vectorised away or hoisted */
@@ -61,8 +62,15 @@ int main(int argc, char **argv)
 			for (int s = 0; s < WORK; s++)
 				x = x * 0.999999999 + 1e-9;
 			sum += x > 0.5 ? 1.0 : 0.0;
+#ifdef _OPENMP
+			if (omp_get_thread_num() == 0)
+				team = omp_get_num_threads();
+#endif
 		}
-		checksum += sum / threads * 2.0;
+		/* every thread of this region's team did its work (the team may
+		 * differ from region to region: cosched's OpenMP shim sizes each
+		 * to the cores the job holds) */
+		checksum += sum / team * 2.0;
 		done++;
 		if (iterations ? done >= iterations : (done % 256 == 0 && now() - t0 >= seconds))
 			break;
