@@ -57,11 +57,15 @@ bt:observe(snap)
     two such steps in a row is trimmed to ceil(used - 0.2) threads (at
     least 1; the larger of the two); a step in which it was given more
     than that and used them (within half a CPU) undoes the trim.
+    job.team (the OpenMP team size the shim reports) caps the job when it
+    is smaller than the cores the job ran on in its last step, or when the
+    job has not run yet; a team that fills its cores says nothing (the
+    shim sizes teams to the cores held: a job folded to one core reports
+    1), and a wider team than the cap lifts it.
 bt:get(job) -> threads
-    job.team (the OpenMP team size the shim reports) when present, capped
-    by job.threads; else the trimmed count, except one run in `probe`
-    (default 8), when it is job.threads again so that a team sized while
-    folded can grow; else job.threads.
+    The team cap, else the trimmed count, each capped by job.threads,
+    except one run in `probe` (default 8), when it is job.threads again so
+    that a team sized while folded can grow; else job.threads.
 
 tracker(reference) -> tr
     Keeps each job's last contention penalty between epochs.
@@ -255,7 +259,7 @@ local B = {}
 B.__index = B
 
 function M.busy_threads(probe)
-  return setmetatable({ eff = {}, low = {}, want = {}, runs = {}, at = {}, probe = probe or 8 }, B)
+  return setmetatable({ eff = {}, low = {}, want = {}, runs = {}, at = {}, cap = {}, probe = probe or 8 }, B)
 end
 
 function B:observe(snap)
@@ -264,6 +268,20 @@ function B:observe(snap)
     local id = job.id
     live[id] = true
     local l = job.last
+    local team = job.team
+    if type(team) == "number" and team >= 1 and team == team then
+      -- the OpenMP team says how many threads the job keeps busy only when
+      -- it is smaller than the cores the job ran on: the shim sizes a team
+      -- to the cores held, so a team that fills them says nothing (a job
+      -- folded to one core reports 1, and capping it there would keep it
+      -- there).  Before the job ran at all, its team is all there is.
+      local ran = (self.runs[id] or -1) < job.quanta_run and l and l.ran ~= false and type(l.ncpus) == "number"
+      if not l or (ran and team < l.ncpus) then
+        if self.cap[id] ~= team then self.cap[id], self.at[id] = team, job.quanta_run end
+      elseif ran and self.cap[id] and team > self.cap[id] then
+        self.cap[id] = nil                          -- it started a wider team: declared again
+      end
+    end
     if (self.runs[id] or -1) < job.quanta_run and l and l.ran ~= false
         and type(l.wall) == "number" and l.wall > 0 and type(l.cpu) == "number" and type(l.ncpus) == "number" then
       local u, given = l.cpu / l.wall, l.ncpus
@@ -285,16 +303,18 @@ function B:observe(snap)
   end
   for id in pairs(self.runs) do
     if not live[id] then
-      self.runs[id], self.eff[id], self.low[id], self.want[id], self.at[id] = nil, nil, nil, nil, nil
+      self.runs[id], self.eff[id], self.low[id], self.want[id], self.at[id], self.cap[id] = nil, nil, nil, nil, nil, nil
     end
   end
 end
 
 function B:get(job)
   local t = job.threads
-  local team = job.team
-  if type(team) == "number" and team >= 1 and team == team then
-    return t and math.min(t, team) or team
+  local c = self.cap[job.id]
+  if c then
+    if t and c >= t then return t end
+    if (job.quanta_run - (self.at[job.id] or 0)) % self.probe == self.probe - 1 then return t end
+    return c
   end
   local e = self.eff[job.id]
   if not e or (t and e >= t) then return t end

@@ -97,10 +97,11 @@ Plan, every epoch:
      quantum long.
   Cores per job (threads = used): a job gets as many whole cores as the
      threads it keeps busy (cosched.ageing.busy_threads: job.team, the
-     OpenMP team size, when the job reports it; else from last.cpu /
-     last.wall, trimmed after two steps in a row that left half a CPU or
-     more idle, its declared width again one run in 8 and whenever it uses
-     it); the cores left are filled (pairing.fill_holes), and with holes =
+     OpenMP team size, when the job reports one smaller than the cores it
+     ran on - a team that fills them is only the shim following the cores
+     - or has not run yet; else from last.cpu / last.wall, trimmed after
+     two steps in a row that left half a CPU or more idle; its declared
+     width again one run in 8 and whenever it uses it); the cores left are filled (pairing.fill_holes), and with holes =
      any those no compatible job takes go to waiting jobs of any class:
      never a core to nobody while a job waits frozen.
   Measured pairing (pairing = measured; not the default: in the

@@ -83,7 +83,8 @@ function Node:add(spec)
   local j = { id = id, name = spec.name or ("job" .. id), threads = spec.threads or #self.topo.cpus,
               class = spec.class, priority = 0, runs = 0, waited = 0.0, quanta_run = 0,
               quanta_frozen = 0, cpu_time = 0, frozen = false, cpus = self.topo.cpus,
-              ipc = spec.ipc or 1.0, last_end = self.now, busy = spec.busy, team = spec.team }
+              ipc = spec.ipc or 1.0, last_end = self.now, busy = spec.busy, team = spec.team,
+              shim = spec.shim }
   self.jobs[#self.jobs + 1] = j
   self.runs[id] = {}
   return id
@@ -165,6 +166,7 @@ function Node:run(plan, epoch_hook)
         j.cpu_time = j.cpu_time + busy * d
         j.frozen = false
         j.cpus = c
+        if j.shim then j.team = math.min(j.threads, n, j.busy or math.huge) end  -- the shim: teams follow the cores
         j.last = { wall = d, cpu = busy * d, ncpus = n, counted = self.counters and true or false,
                    metrics = self.counters and { ipc = j.ipc } or nil }
         j.waited = 0

@@ -476,6 +476,31 @@ check("flca threads = used: job.team (the OpenMP team size) decides at once; a t
   local s = table.concat(widths, ",")
   return s == "8,8,1,1,1,1,1,1,1,8,1,1", s
 end)
+check("flca threads = used: a team the shim sized to the cores held (folded: 1) does not keep the job there", function()
+  local p, params = load_policy("flca", { characterize = "no" })
+  local node = fake.node { cores = 2, llcs = 1 }
+  node:add { class = "N", threads = 2, shim = true }
+  node:add { class = "N", threads = 2, shim = true }
+  node:add { class = "N", threads = 2, shim = true, busy = 1 }   -- keeps one thread busy: its team is 1
+  local widths = {}
+  for _ = 1, 3 do run_epoch(node, p, params) end                 -- all folded: teams of 1 on 1 core
+  node:remove(1)
+  node:remove(2)
+  for i = 1, 3 do
+    local _, pl = run_epoch(node, p, params)
+    widths[i] = #pl[1].jobs[1].cpus
+  end
+  -- job 3 alone: its team of 1 on the 2 cores it gets says it uses 1 (one run in 8 probes 2)
+  local alone = table.concat(widths, ",")
+  local p2, params2 = load_policy("flca", { characterize = "no" })
+  local node2 = fake.node { cores = 2, llcs = 1 }
+  node2:add { class = "N", threads = 2, shim = true }
+  node2:add { class = "N", threads = 2, shim = true }
+  for _ = 1, 3 do run_epoch(node2, p2, params2) end
+  node2:remove(2)
+  local _, pl = run_epoch(node2, p2, params2)
+  return #pl[1].jobs[1].cpus == 2 and alone == "2,1,1", #pl[1].jobs[1].cpus .. " / " .. alone
+end)
 check("flca: CP as contention only by default (cp_ref = nearest), the paper's reading with cp_ref = standalone", function()
   local p = load_policy("flca", { characterize = "no" })
   if p.params.cp_ref.default ~= "nearest" then return false, p.params.cp_ref.default end
