@@ -182,6 +182,9 @@ Parameters (--policy-opt key=value):
   holes = any        cores no compatible job fills go to any waiting job; compatible: they stay idle
   threads = used     cores from the threads a job keeps busy; declared: job.threads
   round_time = equal at n = K: equal rounds; age: in proportion to the rounds' ages
+  halves = alternate a pair's member that had the second half of its group last time gets the first;
+                     fixed: the older member first, always (halves differ on a real node: another
+                     process on one core, SMT siblings)
   pairing = lca      lca: Algorithm 1; measured: the pairs of the selected jobs that maximise the sum of
                      their measured speeds beside each other (pairing.match), learned per class pair
   confidence = 3     pairing = measured: samples before a class pair's estimate is trusted
@@ -204,7 +207,9 @@ local ageing = require "cosched.ageing"
 
 local pool = ageing.pool()              -- id -> its entry, refilled each plan
 local src, tr, k_param, split, pair_quanta, continue_epoch
-local complete, depart_fill, holes_any, round_age, used_threads, lone_any
+local complete, depart_fill, holes_any, round_age, used_threads, lone_any, alternate
+-- the half each job of a pair got in its last pair round: 1 or 2 (halves = alternate)
+local half_of = {}
 -- pairing = measured: est[a][b] = { v =, n = }: a class-a job's speed beside
 -- a class-b job (IPC_last / IPC_standalone), smoothed; partner[id] = the
 -- partner the last plan gave the job (false: alone)
@@ -310,6 +315,7 @@ return {
     holes = { default = "any", help = "any: cores no compatible job fills go to any waiting job; compatible: they stay idle (LCA's rule first)" },
     pairing = { default = "lca", help = "lca: paper 001's Algorithm 1; measured: pairs that maximise the jobs' measured speed beside each other, learned per class pair (untried pairs tried first)" },
     confidence = { default = 3, help = "pairing = measured: samples of a class pair before its estimate is trusted" },
+    halves = { default = "alternate", help = "alternate: a pair's member that had the second half of its cores last time gets the first; fixed: the older member first" },
     round_time = { default = "equal", help = "at n = K (every job selected): equal rounds, or age: round durations in proportion to the rounds' ages" },
     threads = { default = "used", help = "used: a job gets as many cores as the threads it keeps busy (CPU time per step, job.team), with hysteresis; declared: job.threads" },
     w1 = { default = 1, help = "age weight of waiting time WT/(n TQ), > 0" },
@@ -360,6 +366,8 @@ return {
     depart_fill = choice("departures", "fill", "keep")
     holes_any = choice("holes", "any", "compatible")
     round_age = choice("round_time", "age", "equal")
+    alternate = choice("halves", "alternate", "fixed")
+    half_of = {}
     used_threads = choice("threads", "used", "declared") and ageing.busy_threads() or nil
     measured = choice("pairing", "measured", "lca")
     confidence = number(params, "confidence", 1)
@@ -408,8 +416,29 @@ return {
         -- alone or unselected, whatever its class (lone = any): a lone S job
         -- would leave half its cores idle in effect while that job waits
         if lone_any and not measured then pairing.pair_lone(lunits, age_order(st), member) end
+        -- a pair's member that had the second half last time gets the first
+        -- (halves = alternate): halves differ on a real node (another
+        -- process on one core, SMT siblings), and a job always second would
+        -- always get the worse one
+        local function turn(id) return half_of[id] == 2 and 2 or half_of[id] == 1 and 0 or 1 end
         for _, u in ipairs(lunits) do
-          if u[1] then units[#units + 1] = u[2] and { u[1].id, u[2].id } or { u[1].id } end
+          if u[1] and u[2] then
+            local a, b = u[1].id, u[2].id
+            if alternate and turn(b) > turn(a) then a, b = b, a end
+            units[#units + 1] = { a, b }
+          elseif u[1] then
+            units[#units + 1] = { u[1].id }
+          end
+        end
+        if alternate then
+          local live = {}
+          for _, u in ipairs(units) do
+            if u[2] then live[u[1]], live[u[2]] = 1, 2 end
+          end
+          for id in pairs(half_of) do
+            if not ctx.byid[id] then half_of[id] = nil end
+          end
+          for id, h in pairs(live) do half_of[id] = h end
         end
         for _, e in ipairs(entries) do age[e.id] = e.age end
         rounds = pairing.rounds(units, D, gang)

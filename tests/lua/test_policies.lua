@@ -501,6 +501,25 @@ check("flca threads = used: a team the shim sized to the cores held (folded: 1) 
   local _, pl = run_epoch(node2, p2, params2)
   return #pl[1].jobs[1].cpus == 2 and alone == "2,1,1", #pl[1].jobs[1].cpus .. " / " .. alone
 end)
+check("flca halves = alternate: the two jobs of a pair swap halves from one epoch to the next; fixed: never", function()
+  local got = {}
+  for _, h in ipairs { "alternate", "fixed" } do
+    local p, params = load_policy("flca", { characterize = "no", halves = h })
+    local node = fake.node { cores = 2, llcs = 1 }
+    node:add { class = "N", threads = 2 }
+    node:add { class = "N", threads = 2 }
+    local seq = {}
+    for _ = 1, 4 do
+      local _, plan = run_epoch(node, p, params)
+      for _, e in ipairs(plan[1].jobs) do
+        if e.id == 1 then seq[#seq + 1] = tostring(e.cpus[1]) end
+      end
+    end
+    got[h] = table.concat(seq)
+  end
+  return (got.alternate == "0101" or got.alternate == "1010") and (got.fixed == "0000" or got.fixed == "1111"),
+    got.alternate .. " " .. got.fixed
+end)
 check("flca: CP as contention only by default (cp_ref = nearest), the paper's reading with cp_ref = standalone", function()
   local p = load_policy("flca", { characterize = "no" })
   if p.params.cp_ref.default ~= "nearest" then return false, p.params.cp_ref.default end
