@@ -254,6 +254,19 @@ check_cgroup_value() {
 # reclaims those whose engine is dead), nor the Slurm cgroups of another
 # run's node (cs<other id>).
 no_cosched_leftovers() {
+    # another run's engine makes and removes the cosched parent groups
+    # (<cgroup>/cosched) as it starts and stops: seen in between, a parent
+    # without children looks like ours.  What is found is looked for again
+    # (up to 3 times, 1 s apart): a leftover stays, another run's moment passes.
+    local try
+    for try in 1 2 3; do
+        _cs_leftovers 2>/dev/null && return 0
+        sleep 1
+    done
+    _cs_leftovers
+}
+
+_cs_leftovers() {
     local found=() d s p comm
     _CS_FOREIGN=()
     while read -r d; do
