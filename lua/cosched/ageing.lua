@@ -80,7 +80,15 @@ tr:observe(snap, info)
     quanta_run grew since the previous observe and whose last step was
     counted (cosched.characterize.job_ipc) gets a new CP; otherwise it
     keeps the one it had (the "last quantum" is the last one it ran).
+    With cpu_progress (policies' cpu_progress = yes), a job that has no IPC
+    measurement (no counters) gets CP from CPU time: its CPU per core in the
+    last step (last.cpu / (last.wall min(last.ncpus, threads))) against the
+    best such rate it had lately (the maximum, decayed by 2 % per measured
+    step), so that another process on its cores shows as contention while a
+    job that sleeps or runs serially by nature does not.
 tr:cp(id) -> number (0 when never measured)
+tr.signal[id] -> "ipc" or "cpu": what the job's CP was measured from (nil:
+    never measured)
 tr.fresh[id] -> IPC_last / IPC_standalone of the jobs measured anew by the
     last observe (their speed against alone on the node), else nil
 ]==]
@@ -122,8 +130,9 @@ end
 -- fp = w3 FP; they add up to age), whether this epoch's plan runs it, and
 -- for jobs still being characterized just that.  nil unless snap.explain
 -- (only the node engine reads it).  cp_of(id), fp_of(id): the unweighted
--- penalties the ages were computed with (nil: 0).
-function M.explain(snap, ctx, entries, steps, n, tq, w, cp_of, fp_of)
+-- penalties the ages were computed with (nil: 0); signal_of(id): what CP was
+-- measured from ("ipc", "cpu"; nil: not measured), the job's "signal".
+function M.explain(snap, ctx, entries, steps, n, tq, w, cp_of, fp_of, signal_of)
   if not snap.explain then return nil end
   w = w or M.defaults
   local runs, info = {}, {}
@@ -142,6 +151,7 @@ function M.explain(snap, ctx, entries, steps, n, tq, w, cp_of, fp_of)
       cp = w.w2 * ((cp_of and cp_of(x.id)) or 0),
       fp = w.w3 * ((fp_of and fp_of(x.id)) or 0),
       selected = runs[x.id] or false,
+      signal = signal_of and signal_of(x.id) or nil,
     }
   end
   return info
@@ -194,12 +204,27 @@ end
 local T = {}
 T.__index = T
 
-function M.tracker(reference)
+function M.tracker(reference, cpu_progress)
   if reference ~= "standalone" and reference ~= "nearest" then
     error("ageing.tracker: reference must be 'standalone' or 'nearest'", 2)
   end
-  return setmetatable({ ref = reference, cps = {}, runs = {} }, T)
+  return setmetatable({ ref = reference, cps = {}, runs = {}, best = {}, signal = {}, cpu = cpu_progress }, T)
 end
+
+-- CPU per core the job's last step gave it (its threads' CPU time over the
+-- step's wall time and the cores it could keep busy), nil when not known
+local function cpu_rate(job)
+  local l = job.last
+  if not l or l.ran == false or type(l.cpu) ~= "number" or type(l.wall) ~= "number" or not (l.wall > 0)
+      or type(l.ncpus) ~= "number" or l.ncpus < 1 then
+    return nil
+  end
+  local n = math.min(l.ncpus, (type(job.threads) == "number" and job.threads >= 1) and job.threads or l.ncpus)
+  return l.cpu / (l.wall * n)
+end
+
+-- the decay per measured step of a job's best CPU rate (its reference)
+local BEST_DECAY = 0.98
 
 function T:observe(snap, info)
   local live = {}
@@ -216,14 +241,24 @@ function T:observe(snap, info)
         if math.abs(n - i.cores_folded) < math.abs(n - i.cores_standalone) then ref = i.ipc_folded end
       end
       local p = M.progress(ipc, ref)
-      if p then self.cps[id] = M.cp(p) end
+      if p then self.cps[id], self.signal[id] = M.cp(p), "ipc" end
       self.fresh[id] = M.progress(ipc, i.ipc_standalone)
+    end
+    if self.cpu and self.signal[id] ~= "ipc" and (self.runs[id] or -1) < job.quanta_run then
+      -- no counters: the CPU the job got per core against the best it got
+      -- lately (another process on its cores, not its own nature, lowers it)
+      local r = cpu_rate(job)
+      if r and r > 0 then
+        local b = math.max((self.best[id] or 0) * BEST_DECAY, r)
+        self.best[id] = b
+        self.cps[id], self.signal[id] = M.cp(r / b), "cpu"
+      end
     end
     self.runs[id] = job.quanta_run
   end
   for id in pairs(self.runs) do
     if not live[id] then
-      self.runs[id], self.cps[id] = nil, nil
+      self.runs[id], self.cps[id], self.best[id], self.signal[id] = nil, nil, nil, nil
     end
   end
 end

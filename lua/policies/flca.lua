@@ -182,6 +182,8 @@ Parameters (--policy-opt key=value):
   holes = any        cores no compatible job fills go to any waiting job; compatible: they stay idle
   threads = used     cores from the threads a job keeps busy; declared: job.threads
   round_time = equal at n = K: equal rounds; age: in proportion to the rounds' ages
+  cpu_progress = yes without counters, CP from CPU time (cosched.ageing.tracker): a job's CPU per core
+                     held against its own recent best; no: CP = 0 without counters
   halves = alternate a pair's member that had the second half of its group last time gets the first;
                      fixed: the older member first, always (halves differ on a real node: another
                      process on one core, SMT siblings)
@@ -315,6 +317,7 @@ return {
     holes = { default = "any", help = "any: cores no compatible job fills go to any waiting job; compatible: they stay idle (LCA's rule first)" },
     pairing = { default = "lca", help = "lca: paper 001's Algorithm 1; measured: pairs that maximise the jobs' measured speed beside each other, learned per class pair (untried pairs tried first)" },
     confidence = { default = 3, help = "pairing = measured: samples of a class pair before its estimate is trusted" },
+    cpu_progress = { default = "yes", help = "without counters, CP from CPU time: a job's CPU per core held against its own best of late (another process on its cores slows it); no: CP = 0 without counters" },
     halves = { default = "alternate", help = "alternate: a pair's member that had the second half of its cores last time gets the first; fixed: the older member first" },
     round_time = { default = "equal", help = "at n = K (every job selected): equal rounds, or age: round durations in proportion to the rounds' ages" },
     threads = { default = "used", help = "used: a job gets as many cores as the threads it keeps busy (CPU time per step, job.team), with hysteresis; declared: job.threads" },
@@ -353,7 +356,6 @@ return {
     if params.cp_ref ~= "standalone" and params.cp_ref ~= "nearest" then
       error(("cp_ref = '%s': expected standalone or nearest"):format(tostring(params.cp_ref)), 0)
     end
-    tr = ageing.tracker(params.cp_ref)
     local function choice(key, a, b)
       local v = params[key]
       if v ~= a and v ~= b then
@@ -361,6 +363,7 @@ return {
       end
       return v == a
     end
+    tr = ageing.tracker(params.cp_ref, choice("cpu_progress", "yes", "no"))
     complete = choice("complete", "yes", "no")
     lone_any = choice("lone", "any", "alone")
     depart_fill = choice("departures", "fill", "keep")
@@ -493,6 +496,7 @@ return {
     end
     local plan_steps, results = src:finish(ctx, snap, steps)
     return plan_steps, results,
-      ageing.explain(snap, ctx, entries, plan_steps, n, tq, W, function(id) return tr:cp(id) end, function(id) return ageing.fp(ctx.info[id].fp) end)
+      ageing.explain(snap, ctx, entries, plan_steps, n, tq, W, function(id) return tr:cp(id) end, function(id) return ageing.fp(ctx.info[id].fp) end,
+      function(id) return tr.signal[id] end)
   end,
 }

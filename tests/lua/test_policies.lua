@@ -534,6 +534,24 @@ check("flca: CP as contention only by default (cp_ref = nearest), the paper's re
   end
   return near(cp("nearest"), 0) and near(cp("standalone"), 0.5), cp("nearest") .. " " .. cp("standalone")
 end)
+check("flca cpu_progress: without counters CP is the CPU a job got per core against its own recent best; said as signal cpu", function()
+  local function steps(cpu_progress, cpus)
+    local tr, out = ageing.tracker("nearest", cpu_progress), {}
+    for k, c in ipairs(cpus) do
+      tr:observe({ jobs = { { id = 1, threads = 2, quanta_run = k,
+        last = { ncpus = 1, counted = false, wall = 1, cpu = c } } } }, {})
+      out[k] = ("%.2f"):format(tr:cp(1))
+    end
+    return table.concat(out, " "), tr.signal[1]
+  end
+  -- a whole core, then half of it (another process on the core), then the whole again
+  local on, sig = steps(true, { 1.0, 0.5, 1.0, 0.9 })
+  local off, sig2 = steps(false, { 1.0, 0.5, 1.0, 0.9 })
+  -- a job that never used more than 0.4 of its core (it sleeps): no penalty
+  local sleepy = steps(true, { 0.4, 0.4, 0.4 })
+  return on == "0.00 0.49 0.00 0.08" and sig == "cpu" and off == "0.00 0.00 0.00 0.00" and sig2 == nil
+     and sleepy == "0.00 0.00 0.00", on .. " / " .. off .. " / " .. sleepy .. " " .. tostring(sig)
+end)
 check("flca: cp_ref takes standalone (the paper) or nearest (the default); any other value is refused", function()
   for _, ref in ipairs { "standalone", "nearest" } do
     local p, params = load_policy("flca", { characterize = "no", cp_ref = ref })
@@ -550,7 +568,8 @@ end)
 check("bad parameters are refused in init()", function()
   local bad = { { "flca", { w1 = "0" } }, { "flca", { k = "3" } }, { "fop", { k = "x" } },
                 { "lbb", { split = "foo" } }, { "lca", { characterize = "maybe" } }, { "flca", { pair_quanta = "0" } },
-                { "flca", { pairing = "best" } }, { "flca", { complete = "maybe" } }, { "flca", { threads = "all" } } }
+                { "flca", { pairing = "best" } }, { "flca", { complete = "maybe" } }, { "flca", { threads = "all" } },
+                { "flca", { halves = "left" } }, { "flca", { cpu_progress = "maybe" } } }
   for _, b in ipairs(bad) do
     if pcall(load_policy, b[1], b[2]) then return false, b[1] .. " accepted a bad value" end
   end
