@@ -3,15 +3,12 @@
 # (cosched.characterize) through the real engine, on a real job: the job is
 # classified from the replayed counts, and a phase change in the trace
 # (IPC down 40 % for good) triggers a re-characterization, while a 5 % wobble
-# does not.  (The module's job IPC scales the counters' IPC by the CPU the
-# job got per wall second, so other load on the machine looks like a phase
-# change too: as root, cosched and its job run at nice -20 here, so that
-# other work on the machine - `make check LOAD=2` - takes next to nothing
-# from them; as another user these tests need a quiet machine.  Nice acts
-# only within a session where the kernel groups sessions (autogroup,
-# /proc/sys/kernel/sched_autogroup_enabled = 1, Debian's default): work
-# started from another login or terminal gets its share whatever the nice
-# value here, and #3 failed once beside a build run from another session.)  The replay
+# does not.  (The module compares a job's IPC per cycle of its threads, which
+# other load on the machine does not change; it used to compare the job IPC,
+# times the CPU the job got per wall second, and load beside the run - two
+# make check runs at once - looked like a phase change.  The replayed
+# bandwidths are fixed per step.  As root, cosched and its job still run at
+# nice -20 here.)  The replay
 # uses the software-event test profile's slots, so the numbers are made up;
 # what is tested is the path counts -> metrics -> snapshot -> module -> plan.
 

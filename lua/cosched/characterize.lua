@@ -125,9 +125,16 @@ measurements is compared with it:
     contention penalty), and re-characterizing it for that would loop.  An N
     job neither suffers nor causes contention (Sec. 3.2), so its co-runners
     in the LLC are no reason to skip the step.
-A comparable step deviates when its job IPC or its bw_llc differs from the
+A comparable step deviates when its IPC or its bw_llc differs from the
 reference by more than phase_threshold, relatively: |x - ref| / ref for the
-IPC, |x - ref| / max(ref, l1_activity * k) for bw_llc (below the SCN
+IPC, |x - ref| / max(ref, l1_activity * k) for bw_llc.  The IPC compared is
+per cycle of the job's threads (job IPC over the CPUs it kept busy) when the
+characterization measured it so: another process on the node that takes
+CPU time from the job is no phase change, while in job units (times the CPU
+it got) it would be one.  bw_llc is still per wall second, so such a
+process does lower a memory-bound job's: a known limit (the replay
+backend's bandwidths do not follow the job's CPU, so comparing them per
+CPU-second needs the replay to scale too) (below the SCN
 activity level, bandwidth changes are noise: an LLC-resident job going from
 0.02 to 0.05 GB/s is not a new phase).  phase_confirm consecutive deviating
 comparable steps (default 2: one deviating step is as likely a
@@ -376,6 +383,16 @@ function M.job_ipc(job)
   return ipc * cpu / wall
 end
 
+-- The same step's IPC per cycle of the job's threads (job IPC over the CPUs
+-- it kept busy): it does not change when other processes take CPU time from
+-- the job; nil when not measured.
+local function per_cpu(job)
+  local last = job.last
+  local jipc = M.job_ipc(job)
+  if not jipc or not (last.cpu > 0) then return nil end
+  return jipc / (last.cpu / last.wall)
+end
+
 -- ------------------------------------------------------------------ topology
 
 local function topology(self, snap)
@@ -494,9 +511,10 @@ local function finish_standalone(self, rec)
     { reuse_threshold = p.reuse_threshold, l1_activity = p.l1_activity })
   rec.class, rec.reason, rec.bw = cls, d.reason, bw
   rec.ipc_s = a.ipc / a.w
+  rec.cpu_s = a.c > 0 and { ipc = a.cipc / a.c } or nil
   rec.mpki = a.mpki_w > 0 and a.mpki / a.mpki_w or nil
   rec.k_s = a.k
-  rec.ipc_f, rec.fp, rec.bw_f, rec.k_f, rec.gang_only = nil, nil, nil, nil, false
+  rec.ipc_f, rec.fp, rec.bw_f, rec.k_f, rec.gang_only, rec.cpu_f = nil, nil, nil, nil, false, nil
   if p.folded_quanta == 0 or ceil(a.k / 2) >= a.k then
     finish(self, rec)
   else
@@ -508,6 +526,7 @@ end
 local function finish_folded(self, rec)
   local a = rec.facc
   rec.ipc_f = a.ipc / a.w
+  rec.cpu_f = a.c > 0 and { ipc = a.cipc / a.c } or nil
   rec.k_f = a.k
   rec.bw_f = a.llc_w > 0 and a.llc / a.llc_w or nil
   if rec.ipc_s > 0 then
@@ -537,11 +556,13 @@ local function consume(self, rec, job, ask)
     end
     local a = rec.acc
     if not a or a.k ~= ask.k then       -- other core count: start the means again
-      a = { k = ask.k, w = 0, n = 0, ipc = 0, l1 = 0, l2 = 0, llc = 0, mpki = 0, mpki_w = 0 }
+      a = { k = ask.k, w = 0, n = 0, ipc = 0, l1 = 0, l2 = 0, llc = 0, mpki = 0, mpki_w = 0, c = 0, cipc = 0 }
       rec.acc = a
     end
     a.w, a.n = a.w + w, a.n + 1
     a.ipc = a.ipc + jipc * w
+    local ci = per_cpu(job)
+    if ci then a.c, a.cipc = a.c + w, a.cipc + ci * w end
     a.l1, a.l2, a.llc = a.l1 + l1 * w, a.l2 + l2 * w, a.llc + llc * w
     local mp = num(m, "mpki")
     if mp then a.mpki, a.mpki_w = a.mpki + mp * w, a.mpki_w + w end
@@ -551,11 +572,13 @@ local function consume(self, rec, job, ask)
     if not jipc then return miss(self, rec) end
     local a = rec.facc
     if not a or a.k ~= ask.k then
-      a = { k = ask.k, w = 0, n = 0, ipc = 0, llc = 0, llc_w = 0 }
+      a = { k = ask.k, w = 0, n = 0, ipc = 0, llc = 0, llc_w = 0, c = 0, cipc = 0 }
       rec.facc = a
     end
     a.w, a.n = a.w + w, a.n + 1
     a.ipc = a.ipc + jipc * w
+    local ci = per_cpu(job)
+    if ci then a.c, a.cipc = a.c + w, a.cipc + ci * w end
     local llc = num(m, "bw_llc")
     if llc then a.llc, a.llc_w = a.llc + llc * w, a.llc_w + w end
     rec.usable = rec.usable + 1
@@ -611,18 +634,24 @@ local function watch(self, rec, job, t, dom_cnt, core_cnt)
   end
   if not rec.ipc_s then return end
   local k = min(rec.threads, cores_in(t, ran_on(job) or job.cpus))
-  local ref_ipc, ref_llc
+  local ref_ipc, ref_llc, ref_cpu
   if k == rec.k_s then
-    ref_ipc, ref_llc = rec.ipc_s, rec.bw and rec.bw.llc
+    ref_ipc, ref_llc, ref_cpu = rec.ipc_s, rec.bw and rec.bw.llc, rec.cpu_s
   elseif rec.k_f and k == rec.k_f then
-    ref_ipc, ref_llc = rec.ipc_f, rec.bw_f
+    ref_ipc, ref_llc, ref_cpu = rec.ipc_f, rec.bw_f, rec.cpu_f
   else
     return
   end
   local n = class_of(rec) == "N"
   if not isolated(t, job, n and 0 or 1, n, dom_cnt, core_cnt) then return end
-  local dev = rel(jipc, ref_ipc, 0)
-  local llc = num(m, "bw_llc")
+  local x, llc = jipc, num(m, "bw_llc")
+  local ci = per_cpu(job)
+  if ref_cpu and ci then
+    -- per cycle, where the characterization measured it so: other
+    -- processes taking CPU from the job are not a phase
+    x, ref_ipc = ci, ref_cpu.ipc
+  end
+  local dev = rel(x, ref_ipc, 0)
   if llc and ref_llc then dev = max(dev, rel(llc, ref_llc, p.l1_activity * k)) end
   if dev > p.phase_threshold then
     rec.strike = rec.strike + 1

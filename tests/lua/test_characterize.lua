@@ -256,10 +256,14 @@ function Sim:execute(step, wall)
                 end
                 if hit then jipc = jipc * b.contend end
             end
-            local bw = { l1 = b.bw8.l1 * bscale * noise, l2 = b.bw8.l2 * bscale * noise,
-                         llc = b.bw8.llc * bscale * noise }
-            local ins = jipc * FREQ * wall
-            local m = { ipc = jipc / busy, instructions = ins, cycles = busy * FREQ * wall,
+            -- cpu_mult: the share of its cores' time the job gets (another
+            -- process on the node takes the rest): its rates per wall second
+            -- shrink with it, its rates per CPU-second do not
+            local share = j.cpu_mult or 1
+            local bw = { l1 = b.bw8.l1 * bscale * noise * share, l2 = b.bw8.l2 * bscale * noise * share,
+                         llc = b.bw8.llc * bscale * noise * share }
+            local ins = jipc * share * FREQ * wall
+            local m = { ipc = jipc / busy, instructions = ins, cycles = busy * share * FREQ * wall,
                         bw_l1 = bw.l1, bw_l2 = bw.l2, bw_llc = bw.llc,
                         llc_misses = bw.llc * 1e9 * wall / 64 }
             if ins > 0 then m.mpki = 1000 * m.llc_misses / ins end
@@ -269,7 +273,7 @@ function Sim:execute(step, wall)
             end
             j.frozen = false
             j.cpus = copy(cpus)
-            j.last = { wall = wall, cpu = busy * wall, ncpus = #cpus, counted = counted,
+            j.last = { wall = wall, cpu = busy * share * wall, ncpus = #cpus, counted = counted,
                        socket_owned = counted and owned, metrics = counted and m or nil,
                        ran = true, cpus = copy(cpus) }
             if self.restarts and self.restarts[j.id] then
@@ -683,6 +687,19 @@ check("IPC -30% on single steps separated by normal ones does not trigger", func
     end
     sim:look(c)
     return c:info(id).recharacterizations == 0, "recharacterizations " .. c:info(id).recharacterizations
+end)
+
+check("another process taking half the job's CPU is not a phase (IPC per cycle); a phase under it still is", function()
+    -- gemm: its bw_llc is below the activity level (bw_llc is compared per wall second: see PHASES)
+    local sim, c, id, j = phased(app("gemm"))
+    j.cpu_mult = 0.5
+    sim:run(c, 6); sim:look(c)
+    local quiet = c:info(id).recharacterizations
+    j.ipc_mult = 0.6
+    sim:run(c, 2); sim:look(c)
+    local i = c:info(id)
+    return quiet == 0 and i.characterizing and i.recharacterizations == 1,
+        ("under load: %d; then a phase: %s %d"):format(quiet, tostring(i.characterizing), i.recharacterizations)
 end)
 
 check("IPC +30% (a faster phase) triggers too", function()
