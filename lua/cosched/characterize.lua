@@ -511,10 +511,10 @@ local function finish_standalone(self, rec)
     { reuse_threshold = p.reuse_threshold, l1_activity = p.l1_activity })
   rec.class, rec.reason, rec.bw = cls, d.reason, bw
   rec.ipc_s = a.ipc / a.w
-  rec.cpu_s = a.c > 0 and { ipc = a.cipc / a.c } or nil
+  rec.cyc_s = a.c > 0 and { ipc = a.cipc / a.c } or nil
   rec.mpki = a.mpki_w > 0 and a.mpki / a.mpki_w or nil
   rec.k_s = a.k
-  rec.ipc_f, rec.fp, rec.bw_f, rec.k_f, rec.gang_only, rec.cpu_f = nil, nil, nil, nil, false, nil
+  rec.ipc_f, rec.fp, rec.bw_f, rec.k_f, rec.gang_only, rec.cyc_f = nil, nil, nil, nil, false, nil
   if p.folded_quanta == 0 or ceil(a.k / 2) >= a.k then
     finish(self, rec)
   else
@@ -526,7 +526,7 @@ end
 local function finish_folded(self, rec)
   local a = rec.facc
   rec.ipc_f = a.ipc / a.w
-  rec.cpu_f = a.c > 0 and { ipc = a.cipc / a.c } or nil
+  rec.cyc_f = a.c > 0 and { ipc = a.cipc / a.c } or nil
   rec.k_f = a.k
   rec.bw_f = a.llc_w > 0 and a.llc / a.llc_w or nil
   if rec.ipc_s > 0 then
@@ -634,11 +634,11 @@ local function watch(self, rec, job, t, dom_cnt, core_cnt)
   end
   if not rec.ipc_s then return end
   local k = min(rec.threads, cores_in(t, ran_on(job) or job.cpus))
-  local ref_ipc, ref_llc, ref_cpu
+  local ref_ipc, ref_llc, ref_cyc
   if k == rec.k_s then
-    ref_ipc, ref_llc, ref_cpu = rec.ipc_s, rec.bw and rec.bw.llc, rec.cpu_s
+    ref_ipc, ref_llc, ref_cyc = rec.ipc_s, rec.bw and rec.bw.llc, rec.cyc_s
   elseif rec.k_f and k == rec.k_f then
-    ref_ipc, ref_llc, ref_cpu = rec.ipc_f, rec.bw_f, rec.cpu_f
+    ref_ipc, ref_llc, ref_cyc = rec.ipc_f, rec.bw_f, rec.cyc_f
   else
     return
   end
@@ -646,10 +646,10 @@ local function watch(self, rec, job, t, dom_cnt, core_cnt)
   if not isolated(t, job, n and 0 or 1, n, dom_cnt, core_cnt) then return end
   local x, llc = jipc, num(m, "bw_llc")
   local ci = per_cpu(job)
-  if ref_cpu and ci then
+  if ref_cyc and ci then
     -- per cycle, where the characterization measured it so: other
     -- processes taking CPU from the job are not a phase
-    x, ref_ipc = ci, ref_cpu.ipc
+    x, ref_ipc = ci, ref_cyc.ipc
   end
   local dev = rel(x, ref_ipc, 0)
   if llc and ref_llc then dev = max(dev, rel(llc, ref_llc, p.l1_activity * k)) end
