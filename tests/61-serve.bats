@@ -152,7 +152,9 @@ two_steps() {  # steps 7.0 (pid $a) and 8.0 (pid $b), registered with serve ARGS
 # frozen step's threads are all stopped, a running step's threads all run,
 # slurmstepd is never frozen.
 gang_turns() {
-    local A B SA SB n=0 ra=0 fa=0 rb=0 fb=0 deadline
+    local A B SA SB n=0 ra=0 fa=0 rb=0 fb=0 deadline fallbacks
+    local said='every job runs on every managed cpu this epoch'
+    fallbacks=$(grep -c "$said" "$BATS_TEST_TMPDIR/engine.log" || true)
     deadline=$(($(_cs_now_us) + 30000000))
     while [ $ra -lt 3 ] || [ $fa -lt 3 ] || [ $rb -lt 3 ] || [ $fb -lt 3 ] || [ $n -lt 20 ]; do
         [ "$(_cs_now_us)" -lt "$deadline" ] || {
@@ -166,7 +168,15 @@ gang_turns() {
         slurmstepd_thawed 7 0
         slurmstepd_thawed 8 0
         case $A$B in
-        00) echo "look $n: steps 7.0 and 8.0 both unfrozen under gang" >&2; return 1 ;;
+        00) # a policy that failed (its plan() over its CPU-time limit on a loaded machine) gets
+            # the fallback plan: every step runs - the engine says so in its log
+            if [ "$(grep -c "$said" "$BATS_TEST_TMPDIR/engine.log" || true)" -gt "$fallbacks" ]; then
+                fallbacks=$(grep -c "$said" "$BATS_TEST_TMPDIR/engine.log" || true)
+                continue
+            fi
+            echo "look $n: steps 7.0 and 8.0 both unfrozen under gang; the engine's log:" >&2
+            tail -n 20 "$BATS_TEST_TMPDIR/engine.log" >&2
+            return 1 ;;
         01) ra=$((ra + 1)) fb=$((fb + 1))
             assert_equal "$SA" R "look $n: thread states of running 7.0"
             assert_equal "$SB" S "look $n: thread states of frozen 8.0" ;;
@@ -274,7 +284,9 @@ print(sum(1 for s in json.load(sys.stdin)[\"steps\"] if s[\"quanta_run\"] >= 1 a
     for L in 22.05 23-25 25.11 26.05; do
         fake_layout "$L"
         assert_equal "$(step_frozen "$j" 0)" 0 "frozen of $j.0 ($L layout) after the engine started"
-        assert_contains "$(cat engine.log)" "$(step_dir "$j" 0 user) was left frozen"
+        # the log line follows the thaw: on a loaded machine, a moment later
+        wait_for 10 "grep -qF '$(step_dir "$j" 0 user) was left frozen' engine.log" ||
+            assert_contains "$(cat engine.log)" "$(step_dir "$j" 0 user) was left frozen"
         j=$((j + 1))
     done
 }
@@ -969,7 +981,9 @@ EOF
 @test "--idle-exit: the detached engine stays while a step is registered and exits after the last one left" {
     fake_step 7 0
     fake_task 7 0 0 a
-    run "$COSCHED" serve --detach --idle-exit 2s --socket "$SOCK" --log "$BATS_TEST_TMPDIR/daemon.log" \
+    # (an idle time of 6 s: between the engine's start and the step's registration a loaded machine
+    # can take seconds)
+    run "$COSCHED" serve --detach --idle-exit 6s --socket "$SOCK" --log "$BATS_TEST_TMPDIR/daemon.log" \
         --policy gang --quantum 100ms --counters none 3>&-
     [ "$status" -eq 0 ]
     d=$(cs_send 'COSCHED/1 ping' | sed -n 's/.* pid=\([0-9]*\) .*/\1/p')
@@ -978,11 +992,11 @@ EOF
     registered 7 0 "$a"
     # it answers for longer than the idle time while the step is registered
     up0=$(engine_field uptime)
-    wait_for 20 "python3 -c 'import sys; sys.exit(not float(sys.argv[1]) >= $up0 + 3)' \$(engine_field uptime)"
+    wait_for 30 "python3 -c 'import sys; sys.exit(not float(sys.argv[1]) >= $up0 + 7)' \$(engine_field uptime)"
     pid_alive "$d"
     kill -KILL "$a"
     wait "$a" || true
-    wait_for 15 _cs_gone "$d"
+    wait_for 25 _cs_gone "$d"
     assert_contains "$(cat daemon.log)" "exiting (--idle-exit)"
     [ ! -e "$SOCK" ] || { echo "socket $SOCK left behind" >&2; false; }
 }

@@ -196,7 +196,9 @@ bindings() {
     done
     echo "CPU ticks of the suspended job: $t0 -> $t1"
     [ "$t1" -le "$((t0 + 2))" ]
-    "$COSCHED" status --socket "$CS_SOCKET" | tee st.txt
+    # the engine sees Slurm's stop at its next look at the tasks: on a loaded machine, a moment later
+    wait_for 10 '"$COSCHED" status --socket "$CS_SOCKET" > st.txt; grep -q "stopped by Slurm" st.txt' || true
+    cat st.txt
     grep -q "stopped by Slurm" st.txt
     scontrol resume "$JOB"
     wait "$BG"; BG=
