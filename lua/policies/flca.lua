@@ -182,11 +182,15 @@ Parameters (--policy-opt key=value):
   holes = any        cores no compatible job fills go to any waiting job; compatible: they stay idle
   threads = used     cores from the threads a job keeps busy; declared: job.threads
   round_time = equal at n = K: equal rounds; age: in proportion to the rounds' ages
-  cpu_progress = yes without counters, CP from CPU time (cosched.ageing.tracker): a job's CPU per core
-                     held against its own recent best; no: CP = 0 without counters
-  halves = alternate a pair's member that had the second half of its group last time gets the first;
-                     fixed: the older member first, always (halves differ on a real node: another
-                     process on one core, SMT siblings)
+  cpu_progress = no  yes: without counters, CP from CPU time (cosched.ageing.tracker): a job's CPU per
+                     core held against its own recent best; no: CP = 0 without counters
+  halves = fixed     the older member of a pair on the first half; alternate: the member that had the
+                     second half of its group last time gets the first (halves differ on a real node:
+                     another process on one core, SMT siblings)
+                     (cpu_progress = yes with halves = alternate, on the real five-kernel mix, median
+                     of 3: beside a CPU-bound process 1.12x tft's makespan instead of 1.23x, quiet
+                     1.03x instead of 0.96x - within the run-to-run spread, so not the defaults;
+                     BENCHMARKS.md section 8c)
   pairing = lca      lca: Algorithm 1; measured: the pairs of the selected jobs that maximise the sum of
                      their measured speeds beside each other (pairing.match), learned per class pair
   confidence = 3     pairing = measured: samples before a class pair's estimate is trusted
@@ -317,8 +321,8 @@ return {
     holes = { default = "any", help = "any: cores no compatible job fills go to any waiting job; compatible: they stay idle (LCA's rule first)" },
     pairing = { default = "lca", help = "lca: paper 001's Algorithm 1; measured: pairs that maximise the jobs' measured speed beside each other, learned per class pair (untried pairs tried first)" },
     confidence = { default = 3, help = "pairing = measured: samples of a class pair before its estimate is trusted" },
-    cpu_progress = { default = "yes", help = "without counters, CP from CPU time: a job's CPU per core held against its own best of late (another process on its cores slows it); no: CP = 0 without counters" },
-    halves = { default = "alternate", help = "alternate: a pair's member that had the second half of its cores last time gets the first; fixed: the older member first" },
+    cpu_progress = { default = "no", help = "yes: without counters, CP from CPU time, a job's CPU per core held against its own best of late (another process on its cores slows it); no: CP = 0 without counters" },
+    halves = { default = "fixed", help = "alternate: a pair's member that had the second half of its cores last time gets the first; fixed: the older member first" },
     round_time = { default = "equal", help = "at n = K (every job selected): equal rounds, or age: round durations in proportion to the rounds' ages" },
     threads = { default = "used", help = "used: a job gets as many cores as the threads it keeps busy (CPU time per step, job.team), with hysteresis; declared: job.threads" },
     w1 = { default = 1, help = "age weight of waiting time WT/(n TQ), > 0" },
