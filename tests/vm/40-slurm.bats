@@ -202,14 +202,18 @@ cpu_count() {
 # threads=declared, as a site may set it; by default flca would give each
 # step the one core its threads keep busy and run all six): a pair per
 # socket, each step folded on 2 of its 4 cpus, four run at once and two wait
-# frozen.  (Four such steps would all run at once, folded.)
+# frozen.  (Four such steps would all run at once, folded.)  6 s quanta, so
+# 12 s rounds: a look (five reads, two of them forks) took over 2 s in a slow
+# CI VM, and with 2 s quanta no look at a running step came out consistent
+# (7 frozen, 0 running in 30 samples); the steps spin 600 s, longer than the
+# sampling takes there.
 @test "flca under Slurm cgroup/v2: six steps frozen by cgroup.freeze and confined by user/cpuset.cpus, threads inside" {
     local script= i c look2 cpus steps="0 1 2 3 4 5"
     stop_engine
-    slurm_engine_start --policy flca --policy-opt threads=declared
+    slurm_engine_start --policy flca --policy-opt threads=declared --quantum 6s
     for i in $steps; do
         c=S; [ $i -ge 2 ] && c=C; [ $i -ge 4 ] && c=N
-        script+="srun --overlap -n1 -c8 --cosched=flca:class=$c nice -n 19 '$PROGS/spin' -t 2 -d 10000 -w 300 > step$i.out 2> step$i.err &
+        script+="srun --overlap -n1 -c8 --cosched=flca:class=$c nice -n 19 '$PROGS/spin' -t 2 -d 10000 -w 600 > step$i.out 2> step$i.err &
         sleep 0.5
         "
     done
@@ -220,15 +224,16 @@ cpu_count() {
     for i in $steps; do
         wait_for 90 '[ -n "$(tasks $JOB '$i')" ]' || { cat salloc.err step*.err >&2; false; }
     done
-    local frozen=0 confined=0 stable=0 samples=0 u look p
+    local frozen=0 confined=0 stable=0 samples=0 unsure=0 gone=0 u look p t0=$SECONDS
     while [ $samples -lt 8 ] || { { [ $frozen -eq 0 ] || [ $confined -eq 0 ]; } && [ $samples -lt 30 ]; }; do
         samples=$((samples + 1))
         for i in $steps; do
             u=$(user "$JOB" "$i")
             p=$(tasks "$JOB" "$i" | head -n 1)
-            [ -n "$p" ] || continue
+            [ -n "$p" ] || { gone=$((gone + 1)); continue; }
             look=$(cg2_look "$u" "$p" "step $JOB.$i (task $p)")
             case $look in
+            '') unsure=$((unsure + 1)) ;;
             frozen) frozen=$((frozen + 1)) ;;
             running*)
                 stable=$((stable + 1))
@@ -247,7 +252,7 @@ cpu_count() {
         done
     done
     "$COSCHED" status --socket "$CS_SOCKET" || true
-    echo "samples $samples: $frozen frozen, $stable running (of which $confined confined) step observations"
+    echo "samples $samples in $((SECONDS - t0)) s: $frozen frozen, $stable running (of which $confined confined) step observations; $unsure spanned a switch, $gone found no task"
     [ "$frozen" -gt 0 ] || { echo "flca never froze a step (6 x 8-cpu steps on 8 cpus)" >&2; false; }
     [ "$confined" -gt 0 ] || { echo "flca never confined a running step to fewer than 8 cpus" >&2; false; }
     scancel "$JOB"
