@@ -130,11 +130,16 @@ Plan, every epoch:
      selection: the round in progress for its time left (when that is at
      least a tenth of a quantum), then the later rounds, the same units in
      the same order; jobs that left are taken out of their units, and the
-     partner of a departed job takes the oldest ready job of no unit of the
-     epoch that LCA allows beside it (departures = fill: its half never
-     idles while a job waits, as under tft; departures = keep: the partner
-     gets the pair's whole group); other jobs that arrived wait for the
-     next epoch.  Re-sorting the rounds at every
+     partner of a departed job takes the oldest ready job that LCA allows
+     beside it, first one of no unit of the epoch, else one of a later or
+     earlier round (it runs now and again in its round) - departures = fill:
+     its half never idles while a job waits, as under tft.  (Taking only
+     jobs of no unit, as before, left the partner alone on the whole node
+     while the epoch's other jobs waited frozen for their round: on the real
+     five-kernel mix beside a CPU-bound process, 0.75 s and 1.8 s of one job
+     alone on 2 cores with one of them loaded, in every traced run.)
+     departures = keep: the partner gets the pair's whole group.  Other
+     jobs that arrived wait for the next epoch.  Re-sorting the rounds at every
      restart would drop the younger rounds again and again (C jobs carry
      the larger FP, so S-S rounds starved; issue #11).  Not continued: when
      a characterization is pending (its epochs are one quantum anyway) and
@@ -259,7 +264,8 @@ end
 -- the rest of the epoch in progress, as rounds, or nil when it is over.
 -- st = { entries = this plan's aged entries }: with departures = fill, a
 -- pair whose member left takes the oldest compatible ready job that is in
--- no unit of the epoch (the epoch record is updated: it keeps the new pair)
+-- no unit of the epoch, else the oldest in no unit of this round (the epoch
+-- record is updated: it keeps the new pair)
 local function rest_of_epoch(snap, ctx, st)
   local ep = epoch
   if not ep or type(snap.now) ~= "number" then return nil end
@@ -279,14 +285,23 @@ local function rest_of_epoch(snap, ctx, st)
           if ctx.byid[id] then keep[#keep + 1] = id end
         end
         if #keep == 1 and #u == 2 and depart_fill and not r.gang then
-          local x = ctx.info[keep[1]]
-          for _, y in ipairs(age_order(st)) do
-            if not ep.member[y.id] and not y.gang and x and pairing.compatible(x.class, y.class) then
-              ep.member[y.id] = true
-              keep[2] = y.id
-              u[1], u[2] = keep[1], y.id
-              break
+          local x, here = ctx.info[keep[1]], {}
+          for _, v in ipairs(r.units) do
+            for _, id in ipairs(v) do here[id] = true end
+          end
+          -- first a job of no unit of the epoch (it would not run in it),
+          -- then one of another round (it runs now and in its round too)
+          for pass = 1, 2 do
+            for _, y in ipairs(age_order(st)) do
+              if not here[y.id] and (pass == 2 or not ep.member[y.id]) and not y.gang and x
+                 and pairing.compatible(x.class, y.class) then
+                ep.member[y.id] = true
+                keep[2] = y.id
+                u[1], u[2] = keep[1], y.id
+                break
+              end
             end
+            if keep[2] then break end
           end
         end
         if #keep > 0 then units[#units + 1] = keep end

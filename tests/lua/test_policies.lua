@@ -417,6 +417,15 @@ check("flca departures = fill: a job that leaves mid-epoch leaves its half to th
   return ids_of(plan[1]) == "1,3" and #plan2 == 2 and got == "1,5" and #left[1].cpus == 4 and #left[2].cpus == 4
      and ids_of(plan2[2]) == ids_of(plan[2]), got
 end)
+check("flca departures = fill: with every waiting job in the epoch, the partner takes the oldest of a later round, not the whole node", function()
+  local p, params, node = hinted("flca", 8, 1, { "N", "N", "N", "N" })
+  -- four jobs, K = 4: rounds (1,2) then (3,4); 2 leaves in the first, 1 takes 3 (the
+  -- oldest of the other round) on 2's half, and the second round is still 3,4
+  local plan, plan2 = cut_epoch(node, p, params, 0.05, function() node:remove(2) end)
+  local got = ids_of(plan2[1])
+  return ids_of(plan[1]) == "1,2" and #plan2 == 2 and got == "1,3" and #plan2[1].jobs[1].cpus == 4
+     and #plan2[1].jobs[2].cpus == 4 and ids_of(plan2[2]) == "3,4", got .. " then " .. (plan2[2] and ids_of(plan2[2]) or "-")
+end)
 check("flca departures = keep: a job that leaves mid-epoch is taken out; its partner keeps the pair's group", function()
   local p, params = load_policy("flca", { characterize = "no", departures = "keep" })
   local node = classes_node(8, 1, { "S", "C", "N", "C", "S", "N" })
