@@ -673,17 +673,17 @@ static void measure_begin(struct cs_engine *e, struct stepstate *ss)
  * it is on.  Held means live at the step's start and not in the plan: an
  * instance waiting for its first quantum is held like any other (it could
  * run); one restarted during the step (--window) follows one the plan ran.
- * A job that registered during the step (serve) is not in it.  idle1: the
- * cpus' idle time at the step's end.
+ * A job that registered during the step (serve) is not in it.  idle: each
+ * of the step's cpus' idle seconds in the step (step_end), NULL: unknown.
  */
-static int idle_frozen(struct cs_engine *e, const struct stepstate *ss, const int *was_live, const double *idle1,
+static int idle_frozen(struct cs_engine *e, const struct stepstate *ss, const int *was_live, const double *idle,
                        double *nobody, double *held)
 {
     int someone_held = 0, k = 0;
     hwloc_bitmap_t used;
 
     *nobody = *held = 0;
-    if (!ss->idle_ok || idle1 == NULL)
+    if (idle == NULL)
         return -1;
     used = hwloc_bitmap_alloc();
     for (int i = 0; i < ss->njobs; i++) {
@@ -700,7 +700,7 @@ static int idle_frozen(struct cs_engine *e, const struct stepstate *ss, const in
     }
     for (int c = hwloc_bitmap_first(ss->idle_cpus); someone_held && c >= 0;
          c = hwloc_bitmap_next(ss->idle_cpus, c), k++) {
-        double d = idle1[k] - ss->idle0[k];
+        double d = idle[k];
         if (d <= 0)
             continue;
         if (hwloc_bitmap_isset(used, (unsigned)c))
@@ -714,13 +714,13 @@ static int idle_frozen(struct cs_engine *e, const struct stepstate *ss, const in
 
 /* The step's idle time per managed cpu, for the trace: [[cpu, seconds], ...],
  * the cpus that sat idle at least 1 ms (what `cosched report` draws). */
-static json_t *cpu_idle_list(const struct stepstate *ss, const double *idle1)
+static json_t *cpu_idle_list(const struct stepstate *ss, const double *idle)
 {
     json_t *a = json_array();
     int k = 0;
 
     for (int c = hwloc_bitmap_first(ss->idle_cpus); a && c >= 0; c = hwloc_bitmap_next(ss->idle_cpus, c), k++) {
-        double d = idle1[k] - ss->idle0[k];
+        double d = idle[k];
         if (d >= 0.001)
             json_array_append_new(a, json_pack("[i, o]", c, cs_json_fixed(d, 3)));
     }
@@ -772,9 +772,12 @@ static void step_end(struct cs_engine *e, struct stepstate *ss, const int *was_l
     double now = cs_now();
     double wall = now - ss->t_start;
     int nidle = ss->idle_ok ? hwloc_bitmap_weight(ss->idle_cpus) : 0;
-    double idle1[nidle + 1], nobody, held;
-    /* first, nearest the step's end (the jobs' CPU times take a while) */
-    int idle_known = ss->idle_ok && e->ctl->cpu_idle(e, ss->idle_cpus, idle1) == 0;
+    double idle[nidle + 1], nobody, held;
+    /* first, nearest the step's end (the jobs' CPU times take a while); then
+     * each cpu's idle seconds in the step, for the trace and idle_frozen */
+    int idle_known = ss->idle_ok && e->ctl->cpu_idle(e, ss->idle_cpus, idle) == 0;
+    for (int k = 0; idle_known && k < nidle; k++)
+        idle[k] -= ss->idle0[k];
 
     json_t *line = NULL, *jobs = NULL;
     if (e->trace)
@@ -832,8 +835,8 @@ static void step_end(struct cs_engine *e, struct stepstate *ss, const int *was_l
         }
     }
     if (line && idle_known)
-        json_object_set_new(line, "cpu_idle", cpu_idle_list(ss, idle1));
-    if (idle_frozen(e, ss, was_live, idle_known ? idle1 : NULL, &nobody, &held) == 0) {
+        json_object_set_new(line, "cpu_idle", cpu_idle_list(ss, idle));
+    if (idle_frozen(e, ss, was_live, idle_known ? idle : NULL, &nobody, &held) == 0) {
         e->idle_nobody_s += nobody;
         e->idle_held_s += held;
         e->idle_steps++;

@@ -363,9 +363,11 @@ function M.new(params)
   }, C)
 end
 
---- The job's IPC over its last step: instructions per wall-clock cycle,
---- summed over its CPUs (see the header); nil when not measured.
-function M.job_ipc(job)
+-- The job's IPC per cycle of its threads over its last step (instructions
+-- per cycle of the CPUs it kept busy, as the counters report it), and its
+-- CPU per wall second then; nil when not measured.  Unlike the job IPC it
+-- does not change when other processes take CPU time from the job.
+local function cycle_ipc(job)
   local last = job and job.last
   if not last or not last.counted then return nil end
   local m = last.metrics
@@ -380,17 +382,22 @@ function M.job_ipc(job)
       or not (cpu >= 0) or cpu == HUGE then
     return nil
   end
-  return ipc * cpu / wall
+  return ipc, cpu / wall
 end
 
--- The same step's IPC per cycle of the job's threads (job IPC over the CPUs
--- it kept busy): it does not change when other processes take CPU time from
--- the job; nil when not measured.
+--- The job's IPC over its last step: instructions per wall-clock cycle,
+--- summed over its CPUs (see the header); nil when not measured.
+function M.job_ipc(job)
+  local ipc, busy = cycle_ipc(job)
+  return ipc and ipc * busy
+end
+
+-- cycle_ipc for a job that kept some CPU busy (phase detection compares it
+-- with the characterization's per-cycle references); nil otherwise.
 local function per_cpu(job)
-  local last = job.last
-  local jipc = M.job_ipc(job)
-  if not jipc or not (last.cpu > 0) then return nil end
-  return jipc / (last.cpu / last.wall)
+  local ipc, busy = cycle_ipc(job)
+  if not ipc or not (busy > 0) then return nil end
+  return ipc
 end
 
 -- ------------------------------------------------------------------ topology
