@@ -53,7 +53,10 @@ Plan, every epoch:
              S 0.73x (issue #24).  Not counted: CP = 0.
        FP  = the characterization's 1 - IPC_folded / IPC_standalone,
              clamped to [0, 1]; unknown: 0.
-     Without counters CP = FP = 0 and the age is WT / (n TQ): the K jobs
+     Without counters FP = 0, and CP comes from CPU time (cpu_progress =
+     yes, the default: a job's CPU per core in its last step against its
+     own best of late, so another process on its cores makes it older); with
+     cpu_progress = no CP = 0 too and the age is WT / (n TQ): the K jobs
      that waited longest run - fair round robin.
   3. Selection: with D the islands of the budget (LLC domains, split by NUMA
      node: cosched.pairing.domains), the K * D oldest ready jobs (K per
@@ -187,14 +190,15 @@ Parameters (--policy-opt key=value):
   holes = any        cores no compatible job fills go to any waiting job; compatible: they stay idle
   threads = used     cores from the threads a job keeps busy; declared: job.threads
   round_time = equal at n = K: equal rounds; age: in proportion to the rounds' ages
-  cpu_progress = no  yes: without counters, CP from CPU time (cosched.ageing.tracker): a job's CPU per
+  cpu_progress = yes without counters, CP from CPU time (cosched.ageing.tracker): a job's CPU per
                      core held against its own recent best; no: CP = 0 without counters
-  halves = fixed     the older member of a pair on the first half; alternate: the member that had the
-                     second half of its group last time gets the first (halves differ on a real node:
-                     another process on one core, SMT siblings)
-                     (cpu_progress = yes with halves = alternate, on the real five-kernel mix, median
-                     of 3: beside a CPU-bound process 1.12x tft's makespan instead of 1.23x, quiet
-                     1.03x instead of 0.96x - within the run-to-run spread, so not the defaults;
+  halves = alternate the member of a pair that had the second half of its group last time gets the
+                     first (halves differ on a real node: another process on one core, SMT
+                     siblings); fixed: the older member on the first half
+                     (both defaults since the work-conserving departures: on the real five-kernel
+                     mix, interleaved, median of 5, makespan 1.00x tft's quiet and 1.03x beside a
+                     CPU-bound process, against 1.05x both without them; no effect in the
+                     simulator, whose halves are identical and whose jobs have counters;
                      BENCHMARKS.md section 8c)
   pairing = lca      lca: Algorithm 1; measured: the pairs of the selected jobs that maximise the sum of
                      their measured speeds beside each other (pairing.match), learned per class pair
@@ -336,8 +340,8 @@ return {
     holes = { default = "any", help = "any: cores no compatible job fills go to any waiting job; compatible: they stay idle (LCA's rule first)" },
     pairing = { default = "lca", help = "lca: paper 001's Algorithm 1; measured: pairs that maximise the jobs' measured speed beside each other, learned per class pair (untried pairs tried first)" },
     confidence = { default = 3, help = "pairing = measured: samples of a class pair before its estimate is trusted" },
-    cpu_progress = { default = "no", help = "yes: without counters, CP from CPU time, a job's CPU per core held against its own best of late (another process on its cores slows it); no: CP = 0 without counters" },
-    halves = { default = "fixed", help = "alternate: a pair's member that had the second half of its cores last time gets the first; fixed: the older member first" },
+    cpu_progress = { default = "yes", help = "yes: without counters, CP from CPU time, a job's CPU per core held against its own best of late (another process on its cores slows it); no: CP = 0 without counters" },
+    halves = { default = "alternate", help = "alternate: a pair's member that had the second half of its cores last time gets the first; fixed: the older member first" },
     round_time = { default = "equal", help = "at n = K (every job selected): equal rounds, or age: round durations in proportion to the rounds' ages" },
     threads = { default = "used", help = "used: a job gets as many cores as the threads it keeps busy (CPU time per step, job.team), with hysteresis; declared: job.threads" },
     w1 = { default = 1, help = "age weight of waiting time WT/(n TQ), > 0" },
