@@ -1128,7 +1128,8 @@ for s in d["steps"]:
     i = s["policy_info"]
     assert i is not None, s
     assert i["class"] == "S", i
-    assert abs(i["age"] - (i["wt"] + i["cp"] + i["fp"])) < 1e-6, i
+    # each printed with 6 significant digits: the sum of the three may be off by a few in the 6th
+    assert abs(i["age"] - (i["wt"] + i["cp"] + i["fp"])) < 1e-5 * max(1, i["age"]), i
     assert isinstance(i["selected"], bool), i
     # frozen now means: not selected by this epoch plan, or selected for a later step
     assert s["state"] != "frozen" or "waiting for its turn" in s["reason"], s
