@@ -73,7 +73,13 @@ def main():
             s.sendall(req)
             if a.nonl:
                 s.shutdown(socket.SHUT_WR)
-        except OSError as e:     # the engine may have cut us off already (busy)
+        except (BrokenPipeError, ConnectionResetError):
+            # the engine cut the connection before the request was all sent
+            # (busy, or a request over its limit: it replies and closes after
+            # the limit, and under load that can come first); its reply, if
+            # any, is what counts
+            pass
+        except OSError as e:
             if not a.many:
                 print(f"cs_client: send: {e}", file=sys.stderr)
     deadline = time.monotonic() + a.timeout
