@@ -38,6 +38,17 @@ teardown() {
 MEMJOB="nice -n 19 $PROGS/spin -m 96 -t 2 -d 10000 -w 600"
 MIN_PAGES=20000         # 96 MiB of arrays = 24576 pages of 4 KiB
 
+# memjob NAME: MEMJOB that writes NAME.pid (its pid) once it has written all
+# its pages and its threads run.  The tests wait for that before they look
+# where the pages are: on a slow emulated VM a nice 19 process takes long to
+# write 96 MiB (a CI run found a job with 14 MiB of pages after 60 s), and
+# "not yet written" is not "not followed".
+memjob() { echo "$MEMJOB -p $BATS_TEST_TMPDIR/$1.pid"; }
+written() {             # written NAME...: every job NAME wrote its pages
+    local n
+    for n in "$@"; do [ -s "$BATS_TEST_TMPDIR/$n.pid" ] || return 1; done
+}
+
 anon_on() {             # anon_on PID NODE: anonymous pages of PID on NODE
     awk -v n="N$2=" '/anon=/ { for (i = 1; i <= NF; i++) if (index($i, n) == 1) s += substr($i, length(n) + 1) }
                      END { print s + 0 }' "/proc/$1/numa_maps"
@@ -51,6 +62,23 @@ mostly_on() {
     [ $((on + off)) -ge $MIN_PAGES ] && [ $((on * 100)) -ge $(((on + off) * 90)) ] && return 0
     echo "pid $1: $on anonymous pages on node $2, $off on node $other (want >= 90 % of >= $MIN_PAGES on node $2)" >&2
     return 1
+}
+
+# mem_diag PID NAME: what the kernel says about a job whose pages are not where
+# they should be (printed when a wait for them gave up)
+mem_diag() {
+    local cg n
+    cg=/sys/fs/cgroup$(awk -F: '$1 == "0" { print $3 }' "/proc/$1/cgroup" 2>/dev/null)
+    {
+        echo "job $2 (pid $1): $(written "$2" && echo "has written its pages and runs its threads" || echo "has not written all its pages yet")"
+        echo "pid $1: $(grep -E '^(State|VmRSS|voluntary_ctxt_switches|nonvoluntary_ctxt_switches)' "/proc/$1/status" 2>/dev/null | tr -s '\t\n' '  ')"
+        echo "pid $1: wchan $(cat "/proc/$1/wchan" 2>/dev/null); cgroup $cg: mems '$(cat "$cg/cpuset.mems" 2>/dev/null)' cpus '$(cat "$cg/cpuset.cpus" 2>/dev/null)' events: $(tr '\n' ' ' < "$cg/cgroup.events" 2>/dev/null)"
+        for n in /sys/devices/system/node/node[0-9]*; do
+            echo "${n##*/}: $(grep -E 'MemFree|FilePages|Shmem:|AnonPages' "$n/meminfo" | awk '{ printf "%s %s kB  ", $3, $4 }')"
+        done
+        echo "cosched's log, last lines:"
+        tail -n 15 err
+    } >&2
 }
 
 # job_pid N: the leader of job N (the first pid in its cgroup) of the only cosched run
@@ -119,14 +147,15 @@ stop_cosched() {
 # --membind), whatever cores the first plan gave them.
 threads_to_memory() {
     cat > j.jobs <<JOBS
-name=m1 threads=2 -- numactl --membind=1 $MEMJOB
-name=m0 threads=2 -- numactl --membind=0 $MEMJOB
+name=m1 threads=2 -- numactl --membind=1 $(memjob m1)
+name=m0 threads=2 -- numactl --membind=0 $(memjob m0)
 JOBS
     "$COSCHED" run --policy "$1" --quantum 1s --counters none --jobs j.jobs 2> err &
     cs=$!
     wait_for 60 job_pid 1
     wait_for 60 job_pid 2
     p1=$(job_pid 1) p0=$(job_pid 2)
+    wait_for 300 written m1 m0 || { mem_diag "$p1" m1; mem_diag "$p0" m0; false; }
     wait_for 60 mostly_on "$p1" 1
     wait_for 60 mostly_on "$p0" 0
     wait_for 60 on_node "$p1" 1 || { cat err >&2; false; }
@@ -143,8 +172,8 @@ JOBS
 # job's the other, its threads run there and its pages are there.
 spread_with_memory() {
     cat > j.jobs <<JOBS
-name=s1 class=S threads=2 -- $MEMJOB
-name=s2 class=S threads=2 priority=1 -- $MEMJOB
+name=s1 class=S threads=2 -- $(memjob s1)
+name=s2 class=S threads=2 priority=1 -- $(memjob s2)
 JOBS
     "$COSCHED" run --policy "$1" --quantum 1s --counters none --jobs j.jobs 2> err &
     cs=$!
@@ -154,8 +183,9 @@ JOBS
     wait_for 30 'grep -qx "[01]" "$c1/cpuset.mems" && grep -qx "[01]" "$c2/cpuset.mems"' || { cat err >&2; false; }
     n1=$(cat "$c1/cpuset.mems") n2=$(cat "$c2/cpuset.mems")
     [ "$n1" != "$n2" ] || { echo "both S jobs on node $n1 (want one per node)" >&2; cat err >&2; false; }
-    wait_for 60 mostly_on "$p1" "$n1"
-    wait_for 60 mostly_on "$p2" "$n2"
+    wait_for 300 written s1 s2 || { mem_diag "$p1" s1; mem_diag "$p2" s2; false; }
+    wait_for 60 mostly_on "$p1" "$n1" || { mem_diag "$p1" s1; false; }
+    wait_for 60 mostly_on "$p2" "$n2" || { mem_diag "$p2" s2; false; }
     on_node "$p1" "$n1"
     on_node "$p2" "$n2"
     stop_cosched
