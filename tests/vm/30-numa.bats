@@ -124,18 +124,27 @@ stop_cosched() {
 # One move (moves=1): the job stays on the second node afterwards, so the
 # check below cannot race a move back (with unlimited moves it did, once in
 # a few runs: migrating the pages under emulation took most of a period).
+# settle: the move comes 15 epochs after the engine saw the job's pages on
+# its first node, however long the job took to write them (beside a
+# CPU-bound process the VM's job took longer than the 10 epochs the move
+# once came after, so the test took the second node for the first).
 @test "cgroup2 cpuset.mems: memory follows a job the plan moves to the other node" {
     "$COSCHED" run --policy-path "$COSCHED_SRCDIR/tests/vm/policies" --policy nodeswap \
-        --policy-opt period=10 --policy-opt moves=1 --quantum 1s -- $MEMJOB 2> err &
+        --policy-opt period=15 --policy-opt moves=1 --policy-opt settle=$MIN_PAGES \
+        --quantum 1s -- $(memjob m) 2> err &
     cs=$!
     wait_for 60 job_pid 1
     p=$(job_pid 1) cg=$(job_dir 1)
-    wait_for 60 'mostly_on "$p" "$(cat "$cg/cpuset.mems")"'
+    wait_for 60 'grep -qx "[01]" "$cg/cpuset.mems"' || { cat err >&2; false; }
     first=$(cat "$cg/cpuset.mems")
+    wait_for 300 written m || { mem_diag "$p" m; false; }
+    wait_for 60 'mostly_on "$p" "$first" || ! grep -qx "$first" "$cg/cpuset.mems"'
+    grep -qx "$first" "$cg/cpuset.mems" ||
+        { echo "the job moved to node $(cat "$cg/cpuset.mems") before its pages were seen on node $first" >&2; mem_diag "$p" m; false; }
     on_node "$p" "$first"
-    wait_for 60 'test "$(cat "$cg/cpuset.mems")" != "$first"'
+    wait_for 120 'test "$(cat "$cg/cpuset.mems")" != "$first"' || { mem_diag "$p" m; false; }
     second=$(cat "$cg/cpuset.mems")
-    wait_for 20 mostly_on "$p" "$second"
+    wait_for 60 mostly_on "$p" "$second" || { mem_diag "$p" m; false; }
     on_node "$p" "$second"
     echo "job moved node $first -> $second, its pages followed: N$first=$(anon_on "$p" "$first") N$second=$(anon_on "$p" "$second")"
     stop_cosched
