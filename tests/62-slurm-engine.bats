@@ -29,6 +29,19 @@ fstate() {
     cat "$CGROUP_ROOT/freezer/slurm_$SLURM_NODE/uid_0/job_$1/step_$2/freezer.state" 2>/dev/null || echo GONE
 }
 
+# fstates J: "S0 S1", the freezer states of steps 0 and 1 of job J read by one
+# process back to back (GONE for a step whose cgroup is gone).  Two
+# $(fstate) reads are two forks apart: beside two CPU-bound processes and a
+# second test run (make check LOAD=1 in two clones at once) 5 of 39 such
+# looks spanned a 0.2 s switch and saw both steps thawed, though the engine
+# freezes the leaving step before it thaws the next.
+fstates() {
+    local d=$CGROUP_ROOT/freezer/slurm_$SLURM_NODE/uid_0/job_$1 a b
+    { read -r a; read -r b; } < <(for s in 0 1; do
+        { read -r x < "$d/step_$s/freezer.state" && echo "$x"; } 2>/dev/null || echo GONE; done)
+    echo "$a $b"
+}
+
 cpuset_of() {
     cat "$CGROUP_ROOT/cpuset/slurm_$SLURM_NODE/uid_0/job_$1/step_$2/cpuset.cpus" 2>/dev/null || echo GONE
 }
@@ -57,7 +70,7 @@ start_pair() {
     grep -q "^$JOB.1 .* gang " st.txt
     local both=0 one=0 s0 s1
     for i in $(seq 40); do
-        s0=$(fstate "$JOB" 0) s1=$(fstate "$JOB" 1)
+        read -r s0 s1 < <(fstates "$JOB")
         [ "$s0" = GONE ] || [ "$s1" = GONE ] && break
         if [ "$s0" = THAWED ] && [ "$s1" = THAWED ]; then both=$((both + 1)); fi
         [ "$s0" = FROZEN ] || [ "$s1" = FROZEN ] && one=$((one + 1))
