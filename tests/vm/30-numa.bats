@@ -124,13 +124,16 @@ stop_cosched() {
 # One move (moves=1): the job stays on the second node afterwards, so the
 # check below cannot race a move back (with unlimited moves it did, once in
 # a few runs: migrating the pages under emulation took most of a period).
-# settle: the move comes 15 epochs after the engine saw the job's pages on
-# its first node, however long the job took to write them (beside a
-# CPU-bound process the VM's job took longer than the 10 epochs the move
-# once came after, so the test took the second node for the first).
+# settle: the move comes 60 epochs after the engine saw the job's pages on
+# its first node, however long the job took to write them.  Both waits are
+# needed: beside a CPU-bound process (check-vm LOAD=1) the VM's job took
+# longer than 10 epochs to write its pages, and the test itself took 8 s
+# (quiet) to more than 15 s (loaded) to read the job's first node; each
+# time a move came first, the test took the second node for the first and
+# waited for a move that never came.
 @test "cgroup2 cpuset.mems: memory follows a job the plan moves to the other node" {
     "$COSCHED" run --policy-path "$COSCHED_SRCDIR/tests/vm/policies" --policy nodeswap \
-        --policy-opt period=15 --policy-opt moves=1 --policy-opt settle=$MIN_PAGES \
+        --policy-opt period=60 --policy-opt moves=1 --policy-opt settle=$MIN_PAGES \
         --quantum 1s -- $(memjob m) 2> err &
     cs=$!
     wait_for 60 job_pid 1
