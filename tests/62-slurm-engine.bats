@@ -36,10 +36,12 @@ fstate() {
 # looks spanned a 0.2 s switch and saw both steps thawed, though the engine
 # freezes the leaving step before it thaws the next.
 fstates() {
-    local d=$CGROUP_ROOT/freezer/slurm_$SLURM_NODE/uid_0/job_$1 a b
-    { read -r a; read -r b; } < <(for s in 0 1; do
-        { read -r x < "$d/step_$s/freezer.state" && echo "$x"; } 2>/dev/null || echo GONE; done)
-    echo "$a $b"
+    local d=$CGROUP_ROOT/freezer/slurm_$SLURM_NODE/uid_0/job_$1 s x out=()
+    for s in 0 1; do
+        read -r x 2>/dev/null < "$d/step_$s/freezer.state" || x=GONE
+        out+=("$x")
+    done
+    echo "${out[*]}"
 }
 
 cpuset_of() {
