@@ -31,15 +31,6 @@ requires_perf_sw() {
         skip "perf software events are not usable here: $(echo "$out" | grep -m1 'error:')"
 }
 
-# A hardware PMU is registered with perf.
-has_pmu() {
-    local d
-    for d in /sys/bus/event_source/devices/{cpu,cpu_core,cpu_atom,armv8_pmuv3,armv8_pmuv3_0}; do
-        [ -e "$d" ] && return 0
-    done
-    return 1
-}
-
 # The shipped profile matching this CPU (empty if none).
 this_cpu_profile() {
     "$COSCHED" profiles 2>/dev/null | awk '$1 == "match:" { print $2 }'

@@ -335,7 +335,10 @@ EOF
 }
 
 @test "SIGTERM while a policy loops: cosched run stops at once, its job thawed and terminated" {
-    bad_policy spin 'while true do end'
+    # a loop that stays in plan() long after the signal on any CPU: each turn is a few instructions
+    # and a 64 KiB scan, so the instruction budget (which a bare 'while true do end' used up in
+    # under 0.5 s on an EPYC 9005) is far away when the signal comes
+    bad_policy spin 'local s = string.rep("a", 65536) while true do s:find("b", 1, true) end'
     "$COSCHED" run --policy-path "$PWD/pol" --policy spin --quantum 5s -- sleep 4242 2> run.err &
     local cs=$!
     wait_for 10 "grep -q 'policy spin' run.err"

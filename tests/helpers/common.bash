@@ -184,6 +184,15 @@ all_threads_state() {
     [ "$n" -gt 0 ]
 }
 
+# A hardware PMU is registered with perf.
+has_pmu() {
+    local d
+    for d in /sys/bus/event_source/devices/{cpu,cpu_core,cpu_atom,armv8_pmuv3,armv8_pmuv3_0}; do
+        [ -e "$d" ] && return 0
+    done
+    return 1
+}
+
 # pid_alive PID: PID exists and is not a zombie.
 pid_alive() {
     _cs_stat "/proc/$1/stat" && [ "${_CS_F[0]}" != Z ] && [ "${_CS_F[0]}" != X ]
