@@ -74,7 +74,8 @@ start_pair() {
     for i in $(seq 40); do
         read -r s0 s1 < <(fstates "$JOB")
         [ "$s0" = GONE ] || [ "$s1" = GONE ] && break
-        if [ "$s0" = THAWED ] && [ "$s1" = THAWED ]; then both=$((both + 1)); fi
+        # (side by side, another run's engine thaws our frozen step at its start: not counted)
+        if [ "$s0" = THAWED ] && [ "$s1" = THAWED ] && ! foreign_cosched; then both=$((both + 1)); fi
         [ "$s0" = FROZEN ] || [ "$s1" = FROZEN ] && one=$((one + 1))
         sleep 0.05
     done

@@ -193,6 +193,18 @@ has_pmu() {
     return 1
 }
 
+# A cosched of another build is alive: a second clone's run side by side
+# (tests/README).  Its engine, at its start, thaws every Slurm step it finds
+# frozen on the node (a node has one engine), this run's steps included.
+foreign_cosched() {
+    local p exe
+    for p in $(pgrep -x cosched); do
+        exe=$(readlink "/proc/$p/exe" 2>/dev/null) || continue
+        [[ $exe == "$COSCHED_BUILDDIR"/* ]] || return 0
+    done
+    return 1
+}
+
 # pid_alive PID: PID exists and is not a zombie.
 pid_alive() {
     _cs_stat "/proc/$1/stat" && [ "${_CS_F[0]}" != Z ] && [ "${_CS_F[0]}" != X ]
