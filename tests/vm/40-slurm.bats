@@ -83,6 +83,34 @@ step_cpus() {
     return 1
 }
 
+# pair_frozen DIR0 DIR1: sets FZ to the frozen states (cgroup.events) of two
+# user/ groups, GONE for one that is gone, read back to back by the shell
+# itself: a look made of forks spans a 2 s quantum in the emulated VM beside
+# a busy host (each look of the gang test straddled a switch for 60 looks).
+pair_frozen() {
+    local d k v x
+    FZ=
+    for d in "$1" "$2"; do
+        x=GONE
+        { while read -r k v; do [ "$k" = frozen ] && x=$v; done < "$d/cgroup.events"; } 2>/dev/null
+        FZ+=$x
+    done
+}
+
+# thread_cpus PID: sets TH to the distinct Cpus_allowed_list values of PID's
+# threads (one value when they agree), without a fork
+thread_cpus() {
+    local f k v
+    TH=
+    for f in /proc/"$1"/task/*/status; do
+        { while read -r k v; do
+            [ "$k" = Cpus_allowed_list: ] || continue
+            [[ " $TH " == *" $v "* ]] || TH+="${TH:+ }$v"
+            break
+        done < "$f"; } 2>/dev/null
+    done
+}
+
 # tasks J S: the pids of step J.S's tasks (user/task_*/cgroup.procs)
 tasks() { cat "$(user "$1" "$2")"/task_*/cgroup.procs 2>/dev/null || true; }
 
@@ -130,19 +158,22 @@ start_steps() {
 # on its allocation (an allocation costs about a minute under emulation).
 @test "gang under Slurm cgroup/v2: one step frozen by step_S/user/cgroup.freeze at a time, both ways round; scancel then leaves nothing frozen or alive" {
     start_steps gang 4 2
-    local s1 s2 n=0 seen0=0 seen1=0 run pid eff th seq= pids p d
+    local s1 s2 n=0 seen0=0 seen1=0 run pid eff th seq= pids p d u0 u1 effs tpid
+    # what a look compares with, found once (gang moves no cores, a step keeps its first task)
+    u0=$(user "$JOB" 0) u1=$(user "$JOB" 1)
+    effs=("$(step_cpus "$JOB" 0)" "$(step_cpus "$JOB" 1)")
+    tpid=("$(tasks "$JOB" 0 | head -n 1)" "$(tasks "$JOB" 1 | head -n 1)")
     while [ $n -lt 60 ] && { [ $seen0 -eq 0 ] || [ $seen1 -eq 0 ]; }; do
         n=$((n + 1))
-        sleep 0.3
-        s1=$(frozen "$JOB" 0)$(frozen "$JOB" 1)
+        sleep "0.$((2 + RANDOM % 5))"   # not in step with the quantum
+        pair_frozen "$u0" "$u1"; s1=$FZ
         seq+="$s1 "
         case $s1 in 10) run=1 ;; 01) run=0 ;; *) run= ;; esac
         if [ -n "$run" ]; then
-            eff=$(step_cpus "$JOB" "$run")
-            pid=$(tasks "$JOB" "$run" | head -n 1)
-            th=$(task_cpus "$pid")
+            eff=${effs[$run]} pid=${tpid[$run]}
+            thread_cpus "$pid"; th=$TH
         fi
-        s2=$(frozen "$JOB" 0)$(frozen "$JOB" 1)
+        pair_frozen "$u0" "$u1"; s2=$FZ
         [ "$s1" = "$s2" ] || continue
         case $s1 in
         10|01)
