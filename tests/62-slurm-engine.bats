@@ -175,7 +175,9 @@ bindings() {
     kill -9 "$p"
     wait_for 5 '[ "$(fstate $JOB 0)" != FROZEN ] && [ "$(fstate $JOB 1)" != FROZEN ]'
     wait "$BG"; BG=
-    [ "$(slurm_job_state "$JOB")" = COMPLETED ] || [ "$(slurm_job_state "$JOB")" = GONE ]
+    # salloc has returned; on a busy machine slurmctld may still be completing the job
+    wait_for 60 '[ "$(slurm_job_state "$JOB")" = COMPLETED ] || [ "$(slurm_job_state "$JOB")" = GONE ]' ||
+        { echo "job $JOB: $(slurm_job_state "$JOB")" >&2; false; }
     slurm_node_ok
 }
 
