@@ -62,10 +62,7 @@ stop_engine() { slurm_engine_stop; }
 user() { echo "$(slurm_step_dir "$1" "$2")/user"; }
 
 # frozen J S: the kernel's frozen state of step J.S's tasks (cgroup.events), GONE without the step
-frozen() {
-    awk '$1 == "frozen" { print $2; f = 1 } END { if (!f) print "GONE" }' "$(user "$1" "$2")/cgroup.events" 2>/dev/null ||
-        echo GONE
-}
+frozen() { cg_frozen "$(user "$1" "$2")"; echo "$X"; }
 
 # step_cpus J S: the cores step J.S may use: as the kernel has them, the
 # nearest cpuset.cpus.effective from the step's user/ group up to its job's
@@ -83,18 +80,20 @@ step_cpus() {
     return 1
 }
 
-# pair_frozen DIR0 DIR1: sets FZ to the frozen states (cgroup.events) of two
-# user/ groups, GONE for one that is gone, read back to back by the shell
-# itself: a look made of forks spans a 2 s quantum in the emulated VM beside
-# a busy host (each look of the gang test straddled a switch for 60 looks).
+# cg_frozen DIR: sets X to the frozen state in DIR/cgroup.events (1 or 0),
+# GONE when DIR is gone, read by the shell itself (no fork).
+cg_frozen() {
+    local k v
+    X=GONE
+    { while read -r k v; do [ "$k" = frozen ] && X=$v; done < "$1/cgroup.events"; } 2>/dev/null
+}
+
+# pair_frozen DIR0 DIR1: sets FZ to both groups' states read back to back: a
+# look made of forks spans a 2 s quantum in the emulated VM beside a busy host
+# (each look of the gang test straddled a switch for 60 looks).
 pair_frozen() {
-    local d k v x
-    FZ=
-    for d in "$1" "$2"; do
-        x=GONE
-        { while read -r k v; do [ "$k" = frozen ] && x=$v; done < "$d/cgroup.events"; } 2>/dev/null
-        FZ+=$x
-    done
+    cg_frozen "$1"; FZ=$X
+    cg_frozen "$2"; FZ+=$X
 }
 
 # thread_cpus PID: sets TH to the distinct Cpus_allowed_list values of PID's
