@@ -1161,6 +1161,9 @@ static int wait_step(struct cs_engine *e, struct runstate *rs, double until)
         double stop_left = stop_deadlines(e);
         if (stop_left < left)
             left = stop_left;
+        double wake = nhost > 0 && e->host->wake ? e->host->wake(e) : 0;
+        if (wake > 0 && (wake -= cs_now()) < left)
+            left = wake > 0 ? wake : 0;
         pf[n++] = (struct pollfd){ .fd = rs->sfd, .events = POLLIN };
         for (int i = 0; i < nouts; i++)
             pf[n++] = (struct pollfd){ .fd = outs[i].fd, .events = POLLIN };

@@ -62,6 +62,9 @@ struct cs_host_ops {
     /* handle what poll() reported for them; 1 when the set of jobs changed
      * (the epoch ends, the policy is asked again) */
     int (*ready)(struct cs_engine *e, const struct pollfd *pf, int n);
+    /* the time (cs_now()) by which ready() must run again though none of
+     * its fds moved; 0: none */
+    double (*wake)(struct cs_engine *e);
     /* between steps: forget ended jobs; 1 when the engine should stop (idle) */
     int (*tidy)(struct cs_engine *e);
 };

@@ -128,15 +128,23 @@ static void served_job_free(struct cs_job *j)
  * where sacct shows it) unless a site's own comment is there.  The
  * plugin's extend_time=no turns the extension off (the comment stays).
  * scontrol runs in a child of its own (never waited for in the loop).
+ * An update is due when a second or more held or frozen is unsaid.  The
+ * last word: when a job's last step here leaves, what is unsaid goes out at
+ * once, and the plugin's deregister (slurmstepd's task_exit, before Slurm
+ * hears that the step ended) is answered only once that update is done,
+ * HOLD_MAX at most: Slurm refuses any update of a finished job, and a job
+ * whose script ends with the step ends a few milliseconds later.  When the
+ * engine stops, every job's unsaid time goes out (last_words).
  */
 #define GIVE_EVERY 60.0              /* s between two updates of one job */
+#define HOLD_MAX 0.4                 /* s a deregister waits for the last word (the plugin waits 0.5 s) */
 struct sjob {
     unsigned long job;
     int extend;                      /* 0 when any of its steps said extend=0 */
     char scontrol[PATH_MAX];         /* from its slurmstepd (trusted, root) */
     char conf[PATH_MAX];             /* SLURM_CONF of its slurmstepd; "" none */
     double held, given, frozen;      /* s all held; s given back; s frozen summed over its steps */
-    double said;                     /* held as last written to Slurm */
+    double said, frozen_said;        /* held and frozen as last written to Slurm */
     double last_update;              /* 0: never */
     pid_t child;                     /* the scontrol run under way (0: none) */
     int live;                        /* its steps registered now */
@@ -158,7 +166,11 @@ struct conn {
     char buf[CS_PROTO_MAX + 1];
     char *out;                       /* the reply being sent (writing state once set) */
     size_t olen, ooff;
+    unsigned long hold;              /* a job's last word to Slurm the reply waits for (0: none) */
+    double hold_until;
 };
+
+static int hold_over(struct cs_engine *e, struct conn *c);
 
 struct cs_serve {
     int lfd;
@@ -447,7 +459,8 @@ bad:
     return 0;
 }
 
-static int do_deregister(struct cs_engine *e, const struct cs_msg *m, char *rep, size_t len)
+/* Returns 1 (job set changed) or 0; an error reply in rep; *jobp: the job. */
+static int do_deregister(struct cs_engine *e, const struct cs_msg *m, char *rep, size_t len, unsigned long *jobp)
 {
     char err[256];
     long job, step, pid;
@@ -459,6 +472,7 @@ static int do_deregister(struct cs_engine *e, const struct cs_msg *m, char *rep,
         snprintf(rep, len, "ERR %s", err);
         return 0;
     }
+    *jobp = (unsigned long)job;
     int k;
     if ((j = find_step(e, (unsigned long)job, (unsigned long)step, NULL, (pid_t)pid, &k)) != NULL) {
         snprintf(rep, len, "OK");
@@ -705,9 +719,15 @@ static int handle(struct cs_engine *e, struct conn *c)
                 srv(e)->refused[RF_NOT_ROOT]++;
         } else {
             char r[PATH_MAX + 300];
-            changed = m.verb[0] == 'r' ? do_register(e, &m, c->pid, r, sizeof r) : do_deregister(e, &m, r, sizeof r);
+            unsigned long job = 0;
+            changed = m.verb[0] == 'r' ? do_register(e, &m, c->pid, r, sizeof r)
+                                       : do_deregister(e, &m, r, sizeof r, &job);
             if (r[0] == 'E')
                 cs_warn("socket: %s refused: %s", m.verb, r + 4);
+            else if (job) {
+                c->hold = job;       /* its last word to Slurm first, if it has one to say */
+                c->hold_until = cs_now() + HOLD_MAX;
+            }
             snprintf(rep, sizeof rep, "%s\n", r);
         }
     } else {
@@ -733,7 +753,7 @@ static int host_pollfds(struct cs_engine *e, struct pollfd *pf, int max)
 
     pf[n++] = (struct pollfd){ .fd = s->lfd, .events = POLLIN };
     for (int k = 0; k < s->nc && n < max; k++)
-        pf[n++] = (struct pollfd){ .fd = s->c[k].fd, .events = s->c[k].out ? POLLOUT : POLLIN };
+        pf[n++] = (struct pollfd){ .fd = s->c[k].fd, .events = s->c[k].hold ? 0 : s->c[k].out ? POLLOUT : POLLIN };
     for (int i = 0; i < e->njobs; i++) {
         struct served *sv = e->jobs[i]->served;
         if (!sv || e->jobs[i]->state != CS_JOB_LIVE)
@@ -811,6 +831,12 @@ next:;
     /* then the connections, in the order poll saw them */
     for (k = 0; k < nc && 1 + k < n; k++) {
         struct conn *c = &s->c[k];
+        if (c->hold) {                       /* its reply waits for a job's last word */
+            if (pf[1 + k].fd == c->fd && (pf[1 + k].revents & (POLLHUP | POLLERR)))
+                c->hold = 0;                 /* nobody waits for it any more */
+            done[k] = hold_over(e, c) && flush(c);
+            continue;
+        }
         if (pf[1 + k].fd != c->fd || !pf[1 + k].revents)
             continue;
         if (c->out) {                        /* sending the reply */
@@ -841,7 +867,7 @@ next:;
             }
             /* the reply goes out as the client reads it, within the deadline */
             c->deadline = cs_now() + CONN_DEADLINE;
-            done[k] = !answered || !c->out || flush(c);
+            done[k] = !answered || !c->out || (hold_over(e, c) && flush(c));
         } else if (r < 0 && errno != EAGAIN && errno != EINTR) {
             done[k] = 1;
         }
@@ -929,6 +955,111 @@ static void sjob_note(struct cs_serve *s, unsigned long job, const struct cs_msg
     }
     if (cf && !sj->conf[0] && cf[0] == '/')
         snprintf(sj->conf, sizeof sj->conf, "%s", cf);
+}
+
+/* Whether the job has something not yet said to Slurm: time to give back,
+ * or a second or more held or frozen since its last AdminComment. */
+static int sjob_unsaid(const struct sjob *sj)
+{
+    return sj->scontrol[0] && ((sj->extend && sj->held > sj->given) || sj->held >= sj->said + 1 ||
+                               sj->frozen >= sj->frozen_said + 1);
+}
+
+/* Seconds of time limit the job is owed now, ahead seconds in advance. */
+static double sjob_pending(const struct sjob *sj, double ahead)
+{
+    return sj->extend ? sj->held + ahead - sj->given : 0;
+}
+
+static void give_back(const struct sjob *sj, long add);
+
+/* Start the job's update (its own child, reaped by sjob_reap): pending
+ * seconds of time limit, in whole minutes, and its AdminComment. */
+static void sjob_give(struct cs_serve *s, struct sjob *sj, double pending)
+{
+    long add = pending > 0 ? (long)ceil(pending / 60.0) : 0;
+    pid_t pid = fork();
+
+    if (pid == 0)
+        give_back(sj, add);
+    if (pid < 0) {
+        cs_warn("job %lu: fork: %s: frozen time not given back now", sj->job, strerror(errno));
+        return;
+    }
+    sj->child = pid;
+    sj->given += (double)add * 60.0;
+    s->given_total += (double)add * 60.0;
+    sj->said = sj->held;
+    sj->frozen_said = sj->frozen;
+    sj->last_update = cs_now();
+}
+
+/* The job's scontrol child, if it ended: reaped (child 0). */
+static void sjob_reap(struct sjob *sj)
+{
+    int st;
+    pid_t r;
+
+    if (sj->child > 0 && ((r = waitpid(sj->child, &st, WNOHANG)) == sj->child || (r < 0 && errno == ECHILD)))
+        sj->child = 0;
+}
+
+/* Whether a step of the job is registered here. */
+static int job_here(const struct cs_engine *e, unsigned long job)
+{
+    for (int i = 0; i < e->njobs; i++) {
+        const struct served *sv = e->jobs[i]->served;
+        if (e->jobs[i]->state == CS_JOB_LIVE && sv && sv->job == job)
+            return 1;
+    }
+    return 0;
+}
+
+/* Whether connection c's reply may go (and its hold is over): its job has a
+ * step here still, or its last word is said, or HOLD_MAX passed.  Starts
+ * the last word if it is due and no update is under way. */
+static int hold_over(struct cs_engine *e, struct conn *c)
+{
+    struct sjob *sj;
+
+    if (!c->hold)
+        return 1;
+    if ((sj = sjob_of(srv(e), c->hold, 0)) != NULL)
+        sjob_reap(sj);
+    if (!sj || job_here(e, c->hold) || cs_now() >= c->hold_until) {
+        c->hold = 0;
+        return 1;
+    }
+    if (sj->child == 0 && sjob_unsaid(sj))
+        sjob_give(srv(e), sj, sjob_pending(sj, 0));
+    if (sj->child == 0)
+        c->hold = 0;                 /* nothing to say, or the fork failed */
+    return !c->hold;
+}
+
+/* The engine stops: every job's unsaid time goes out (not waited for), and
+ * the held replies get their job's last word, HOLD_MAX at most; then every
+ * reply queued is sent if the client takes it now. */
+static void last_words(struct cs_engine *e)
+{
+    struct cs_serve *s = srv(e);
+    int held;
+
+    for (int k = 0; k < s->nsj; k++) {
+        sjob_reap(&s->sj[k]);
+        if (s->sj[k].child == 0 && sjob_unsaid(&s->sj[k]))
+            sjob_give(s, &s->sj[k], sjob_pending(&s->sj[k], 0));
+    }
+    do {
+        held = 0;
+        for (int k = 0; k < s->nc; k++)
+            held += !hold_over(e, &s->c[k]);
+        if (held)
+            nanosleep(&(struct timespec){ 0, 10 * 1000 * 1000 }, NULL);
+    } while (held);
+    for (int k = 0; k < s->nc; k++)
+        if (s->c[k].out)
+            flush(&s->c[k]);
 }
 
 /* Run argv with SLURM_CONF=conf, its output in out; its exit status. */
@@ -1119,40 +1250,23 @@ static void account(struct cs_engine *e)
             sj->held += dt;
             s->held_total += dt;
         }
-        if (sj->child > 0) {
-            int st;
-            pid_t r = waitpid(sj->child, &st, WNOHANG);
-            if (r == sj->child || (r < 0 && errno == ECHILD))
-                sj->child = 0;
-        }
+        sjob_reap(sj);
         /* while the job is held, give an update's interval ahead: the next
          * update can come only GIVE_EVERY s (and a step) later, and by then
          * the job may have been held that much longer - a job given exactly
          * its held time could pass its limit frozen in between */
-        double ahead = sj->live && allheld[k] ? GIVE_EVERY : 0;
-        double pending = sj->extend ? sj->held + ahead - sj->given : 0;
-        int due = sj->child == 0 && sj->scontrol[0] && (sj->last_update == 0 || now - sj->last_update >= GIVE_EVERY);
-        if (due && (pending > 0 || sj->held >= sj->said + 1)) {
-            long add = pending > 0 ? (long)ceil(pending / 60.0) : 0;
-            pid_t pid = fork();
-            if (pid == 0)
-                give_back(sj, add);
-            if (pid > 0) {
-                sj->child = pid;
-                sj->given += (double)add * 60.0;
-                s->given_total += (double)add * 60.0;
-                sj->said = sj->held;
-                sj->last_update = now;
-            } else {
-                cs_warn("job %lu: fork: %s: frozen time not given back now", sj->job, strerror(errno));
-            }
-        }
+        double pending = sjob_pending(sj, sj->live && allheld[k] ? GIVE_EVERY : 0);
+        /* its last step here gone: the last word, at once */
+        int due = sj->child == 0 && sj->scontrol[0] &&
+                  (sj->last_update == 0 || now - sj->last_update >= GIVE_EVERY || !sj->live);
+        if (due && (pending > 0 || sjob_unsaid(sj)))
+            sjob_give(s, sj, pending);
     }
     /* jobs with no step here, nothing running and nothing left to say */
     int m = 0;
     for (int k = 0; k < s->nsj; k++) {
         struct sjob *sj = &s->sj[k];
-        if (sj->live || sj->child || (sj->scontrol[0] && ((sj->extend && sj->held > sj->given) || sj->held >= sj->said + 1)))
+        if (sj->live || sj->child || sjob_unsaid(sj))
             s->sj[m++] = *sj;
     }
     s->nsj = m;
@@ -1260,6 +1374,18 @@ static void metrics_write(struct cs_engine *e, int up)
     }
 }
 
+/* The earliest end of a held reply's wait (0: none held). */
+static double host_wake(struct cs_engine *e)
+{
+    struct cs_serve *s = srv(e);
+    double t = 0;
+
+    for (int k = 0; k < s->nc; k++)
+        if (s->c[k].hold && (t == 0 || s->c[k].hold_until < t))
+            t = s->c[k].hold_until;
+    return t;
+}
+
 /* ------------------------------------------------------------ daemon */
 
 /* The engine's host: jobs from outside, registered over the socket. */
@@ -1269,6 +1395,7 @@ const struct cs_host_ops cs_node_host = {
     .nfds = host_nfds,
     .pollfds = host_pollfds,
     .ready = host_ready,
+    .wake = host_wake,
     .tidy = host_tidy,
 };
 
@@ -1515,6 +1642,7 @@ int cs_node_serve(const struct cs_node_opts *o)
     }
     metrics_write(&e, 1);
     status = cs_engine_run(&e);
+    last_words(&e);
     metrics_write(&e, 0);
     cs_info("node engine pid %d stopped; every step was given back to Slurm", (int)getpid());
 out:
