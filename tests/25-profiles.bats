@@ -276,7 +276,11 @@ edited() {
     assert_contains "$output" "skylakeX (0x55)"
     assert_contains "$output" "test profiles are never matched"
     run "$COSCHED" profiles --cpuid AuthenticAMD:0x1a:0x02
-    assert_contains "$output" "no profile covers amd family 0x1a model 0x02; no profile is for that family"
+    assert_contains "$output" "match: zen5 "
+    run "$COSCHED" profiles --cpuid AuthenticAMD:0x1a:0x50
+    assert_contains "$output" "no profile covers amd family 0x1a model 0x50; this family has: "
+    run "$COSCHED" profiles --cpuid AuthenticAMD:0x1b:0x00
+    assert_contains "$output" "no profile covers amd family 0x1b model 0x00; no profile is for that family"
     run "$COSCHED" profiles --cpuid HygonGenuine:0x18:0
     assert_contains "$output" "vendor 'HygonGenuine' is neither GenuineIntel nor AuthenticAMD"
 }

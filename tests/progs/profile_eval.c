@@ -260,10 +260,12 @@ static const char *const known[][4] = {
     { "AuthenticAMD", "0x19", "0x11", "zen4" },
     { "AuthenticAMD", "0x19", "0x61", "zen4" },
     { "AuthenticAMD", "0x19", "0xa0", "zen4" },
-    { "GenuineIntel", "6", "0xa7", "-" },     /* Rocket Lake (this development VM) */
+    { "GenuineIntel", "6", "0xa7", "-" },     /* Rocket Lake (a development VM) */
     { "GenuineIntel", "6", "0x9e", "-" },     /* a client Skylake */
     { "AuthenticAMD", "0x17", "0x01", "-" },  /* Zen 1 */
-    { "AuthenticAMD", "0x1a", "0x02", "-" },  /* Zen 5 */
+    { "AuthenticAMD", "0x1a", "0x02", "zen5" },  /* Turin (a development VM) */
+    { "AuthenticAMD", "0x1a", "0x44", "zen5" },
+    { "AuthenticAMD", "0x1a", "0x50", "-" },  /* Zen 6 */
     { "HygonGenuine", "0x18", "0x00", "-" },
 };
 
