@@ -130,11 +130,12 @@ static void served_job_free(struct cs_job *j)
  * scontrol runs in a child of its own (never waited for in the loop).
  * An update is due when a second or more held or frozen is unsaid.  The
  * last word: when a job's last step here leaves, what is unsaid goes out at
- * once, and the plugin's deregister (slurmstepd's task_exit, before Slurm
- * hears that the step ended) is answered only once that update is done,
- * HOLD_MAX at most: Slurm refuses any update of a finished job, and a job
- * whose script ends with the step ends a few milliseconds later.  When the
- * engine stops, every job's unsaid time goes out (last_words).
+ * once (within the minute of the update before: once a minute, sjob_due),
+ * and the plugin's deregister (slurmstepd's task_exit, before Slurm hears
+ * that the step ended) is answered only once that update is done, HOLD_MAX
+ * at most: Slurm refuses any update of a finished job, and a job whose
+ * script ends with the step ends a few milliseconds later.  When the engine
+ * stops, every job's unsaid time goes out (last_words).
  */
 #define GIVE_EVERY 60.0              /* s between two updates of one job */
 #define HOLD_MAX 0.4                 /* s a deregister waits for the last word (the plugin waits 0.5 s) */
@@ -146,6 +147,7 @@ struct sjob {
     double held, given, frozen;      /* s all held; s given back; s frozen summed over its steps */
     double said, frozen_said;        /* held and frozen as last written to Slurm */
     double last_update;              /* 0: never */
+    double last_extra;               /* the last word sent within a minute of the update before (0: never) */
     pid_t child;                     /* the scontrol run under way (0: none) */
     int live;                        /* its steps registered now */
 };
@@ -965,6 +967,20 @@ static int sjob_unsaid(const struct sjob *sj)
                                sj->frozen >= sj->frozen_said + 1);
 }
 
+/* Whether an update of the job may start now: none under way, and a
+ * minute since the one before - or, its last step here gone (here 0), one
+ * more within that minute, once a minute: the last word (a finished job
+ * cannot be updated; a job whose steps end in quick succession gets at most
+ * two updates a minute, and its last words once a minute). */
+static int sjob_due(const struct sjob *sj, double now, int here)
+{
+    if (sj->child > 0 || !sj->scontrol[0])
+        return 0;
+    if (sj->last_update == 0 || now - sj->last_update >= GIVE_EVERY)
+        return 1;
+    return !here && (sj->last_extra == 0 || now - sj->last_extra >= GIVE_EVERY);
+}
+
 /* Seconds of time limit the job is owed now, ahead seconds in advance. */
 static double sjob_pending(const struct sjob *sj, double ahead)
 {
@@ -986,12 +1002,15 @@ static void sjob_give(struct cs_serve *s, struct sjob *sj, double pending)
         cs_warn("job %lu: fork: %s: frozen time not given back now", sj->job, strerror(errno));
         return;
     }
+    double now = cs_now();
+    if (sj->last_update > 0 && now - sj->last_update < GIVE_EVERY)
+        sj->last_extra = now;
     sj->child = pid;
     sj->given += (double)add * 60.0;
     s->given_total += (double)add * 60.0;
     sj->said = sj->held;
     sj->frozen_said = sj->frozen;
-    sj->last_update = cs_now();
+    sj->last_update = now;
 }
 
 /* The job's scontrol child, if it ended: reaped (child 0). */
@@ -1030,16 +1049,17 @@ static int hold_over(struct cs_engine *e, struct conn *c)
         c->hold = 0;
         return 1;
     }
-    if (sj->child == 0 && sjob_unsaid(sj))
+    if (sjob_due(sj, cs_now(), 0) && sjob_unsaid(sj))
         sjob_give(srv(e), sj, sjob_pending(sj, 0));
     if (sj->child == 0)
-        c->hold = 0;                 /* nothing to say, or the fork failed */
+        c->hold = 0;                 /* nothing to say or not now, or the fork failed */
     return !c->hold;
 }
 
-/* The engine stops: every job's unsaid time goes out (not waited for), and
- * the held replies get their job's last word, HOLD_MAX at most; then every
- * reply queued is sent if the client takes it now. */
+/* The engine stops: every job's unsaid time goes out as a last word
+ * (sjob_due; not waited for), and the held replies get their job's last
+ * word, HOLD_MAX at most; then every reply queued is sent if the client
+ * takes it now. */
 static void last_words(struct cs_engine *e)
 {
     struct cs_serve *s = srv(e);
@@ -1047,7 +1067,7 @@ static void last_words(struct cs_engine *e)
 
     for (int k = 0; k < s->nsj; k++) {
         sjob_reap(&s->sj[k]);
-        if (s->sj[k].child == 0 && sjob_unsaid(&s->sj[k]))
+        if (sjob_due(&s->sj[k], cs_now(), 0) && sjob_unsaid(&s->sj[k]))
             sjob_give(s, &s->sj[k], sjob_pending(&s->sj[k], 0));
     }
     do {
@@ -1256,10 +1276,7 @@ static void account(struct cs_engine *e)
          * the job may have been held that much longer - a job given exactly
          * its held time could pass its limit frozen in between */
         double pending = sjob_pending(sj, sj->live && allheld[k] ? GIVE_EVERY : 0);
-        /* its last step here gone: the last word, at once */
-        int due = sj->child == 0 && sj->scontrol[0] &&
-                  (sj->last_update == 0 || now - sj->last_update >= GIVE_EVERY || !sj->live);
-        if (due && (pending > 0 || sjob_unsaid(sj)))
+        if (sjob_due(sj, now, sj->live > 0) && (pending > 0 || sjob_unsaid(sj)))
             sjob_give(s, sj, pending);
     }
     /* jobs with no step here, nothing running and nothing left to say */
