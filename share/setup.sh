@@ -17,7 +17,7 @@ esac
 cd "$(dirname "$0")/.."
 top=$(pwd)
 
-pkgs="build-essential autoconf automake libtool pkg-config libhwloc-dev hwloc liblua5.4-dev lua5.4 libnuma-dev libjansson-dev libglpk-dev bats likwid python3 python3-jsonschema slurmctld slurmd slurm-client munge libslurm-dev clang libclang-rt-14-dev gfortran libomp-14-dev qemu-system-x86 busybox-static cpio numactl strace chromium debhelper lintian rpm"
+pkgs="build-essential autoconf automake libtool pkg-config libhwloc-dev hwloc liblua5.4-dev lua5.4 libnuma-dev libjansson-dev libglpk-dev bats likwid python3 python3-jsonschema slurmctld slurmd slurm-client munge libslurm-dev clang libclang-rt-14-dev gfortran libomp-14-dev qemu-system-x86 busybox-static cpio systemd dbus numactl strace chromium debhelper lintian rpm"
 missing=
 for p in $pkgs; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing="$missing $p"

@@ -25,11 +25,17 @@
 #                   e.g. "PreemptMode=GANG" for Slurm's own gang scheduling
 #   SLURM_CGROUP    (set before slurm_start) v1 (default) or v2: Slurm's
 #                   cgroup/v2 plugin, for a pure cgroup2 hierarchy (Slurm
-#                   refuses a hybrid one), run without systemd or dbus:
-#                   cgroup.conf says IgnoreSystemd=yes and CgroupAutomount=yes,
-#                   and each slurmd starts in a cgroup of its own,
-#                   system.slice/slurmd-<node>.service, where systemd would
-#                   have put it (tests/vm/40-slurm.bats; tests/vm/README)
+#                   refuses a hybrid one).  Where systemd runs the machine
+#                   (/run/systemd/system, as on a site's node; tests/vm/vmrun
+#                   -s), each slurmd is a systemd service,
+#                   slurmd-<node>.service, with the settings of Slurm's own
+#                   slurmd.service (Type=simple, slurmd -D, Delegate=yes,
+#                   KillMode=process), and cgroup.conf is a site's default:
+#                   Slurm asks systemd over dbus for its stepd scope.
+#                   Without systemd: cgroup.conf says IgnoreSystemd=yes and
+#                   CgroupAutomount=yes, and each slurmd starts in a cgroup of
+#                   its own, system.slice/slurmd-<node>.service, where systemd
+#                   would have put it (tests/vm/README)
 #   SLURM_NODE_ADDRS  (set before slurm_start) "NAME=ADDRESS ...": nodes on
 #                   separate machines (the two VMs of tests/vm/vmrun -n 2).
 #                   slurmctld runs here and listens on the first one's
@@ -169,6 +175,14 @@ slurm_stop() {
         wait_for 15 _cs_gone "$pid" || kill -KILL "$pid" 2>/dev/null || true
         rm -f "$SLURM_DIR/$f"
     done
+    # under systemd, its units of this node: the stepd scope (what is left
+    # in it is killed) and the slurmd service, failed or not
+    if [ "${SLURM_CGROUP:-v1}" = v2 ] && _slurm_systemd; then
+        for i in $SLURM_NODES; do
+            systemctl stop "${i}_slurmstepd.scope" "slurmd-$i.service" 2>/dev/null || true
+            systemctl reset-failed "${i}_slurmstepd.scope" "slurmd-$i.service" 2>/dev/null || true
+        done
+    fi
     # slurmstepds (and their tasks) of this node that outlived slurmd
     for d in $(slurm_step_cgroups); do
         for f in "$d/cgroup.procs"; do
@@ -309,16 +323,29 @@ slurm_step_dir() {
 # ------------------------------------------------------------------ internals
 
 # _slurm_in_own_cgroup NODE COMMAND...: under cgroup/v2, run COMMAND (slurmd)
-# in system.slice/slurmd-NODE.service, as systemd would: Slurm's cgroup/v2
+# in system.slice/slurmd-NODE.service: with systemd, as that service (the
+# settings of Slurm's etc/slurmd.service; slurmd -D, as it runs there); without,
+# in a cgroup of that name made here, as systemd would: Slurm's cgroup/v2
 # takes the cgroup it starts in for its own and builds the stepd scope beside
 # it in system.slice.  Under v1, just run it.
 _slurm_in_own_cgroup() {
-    local cg=$CGROUP_ROOT/system.slice/slurmd-$1.service
+    local node=$1 cg=$CGROUP_ROOT/system.slice/slurmd-$1.service
     shift
     [ "${SLURM_CGROUP:-v1}" = v2 ] || { "$@"; return; }
+    if _slurm_systemd; then
+        systemctl reset-failed "slurmd-$node.service" 2>/dev/null || true
+        systemd-run --quiet --unit="slurmd-$node" --service-type=simple \
+            -p Delegate=yes -p KillMode=process -p TasksMax=infinity \
+            -p LimitNOFILE=131072 -p LimitMEMLOCK=infinity -p LimitSTACK=infinity \
+            ${LD_LIBRARY_PATH:+-E LD_LIBRARY_PATH="$LD_LIBRARY_PATH"} "$@" -D
+        return
+    fi
     mkdir -p "$cg" || return 1
     ( echo "$BASHPID" > "$cg/cgroup.procs" && exec "$@" )
 }
+
+# _slurm_systemd: systemd runs this machine (sd_booted(3)'s test)
+_slurm_systemd() { [ -d /run/systemd/system ]; }
 
 _slurm_skip() {
     SLURM_SKIP=$1
@@ -411,7 +438,14 @@ EOF
     echo "PartitionName=test Nodes=${SLURM_NODES// /,} Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:4" >> "$SLURM_CONF"
     [ -z "${SLURM_EXTRA_CONF:-}" ] || printf '%s\n' "$SLURM_EXTRA_CONF" >> "$SLURM_CONF"
 
-    if [ "${SLURM_CGROUP:-v1}" = v2 ]; then
+    if [ "${SLURM_CGROUP:-v1}" = v2 ] && _slurm_systemd; then
+        # a site's: Slurm asks systemd (dbus) for the stepd scope, Delegate=yes
+        # hands it the controllers
+        cat > "$SLURM_DIR/cgroup.conf" <<EOF
+CgroupPlugin=cgroup/v2
+ConstrainCores=yes
+EOF
+    elif [ "${SLURM_CGROUP:-v1}" = v2 ]; then
         # no systemd, no dbus: Slurm builds its cgroups itself, and
         # CgroupAutomount then enables the controllers on the way down
         cat > "$SLURM_DIR/cgroup.conf" <<EOF

@@ -5,10 +5,15 @@
 # outside that VM: the host's hybrid cgroup mount is one Slurm's cgroup/v2
 # refuses ("Hybrid mode is not supported").
 #
-# Slurm runs without systemd or dbus (tests/helpers/slurm.bash, SLURM_CGROUP=v2:
-# cgroup.conf IgnoreSystemd=yes, CgroupAutomount=yes, ConstrainCores=yes;
-# slurmd started in system.slice/slurmd-<node>.service).  Slurm then builds
-# its own tree, Debian's build being one for multiple slurmd:
+# `make check-vm` runs it with systemd as the VM's init (tests/vm/check -s),
+# as on a site's node: slurmd is the service slurmd-<node>.service, with the
+# settings of Slurm's own unit (Delegate=yes, KillMode=process), cgroup.conf
+# a site's default (cgroup/v2, ConstrainCores=yes), and Slurm asks systemd
+# over dbus for its stepd scope.  Run without -s, Slurm runs without systemd
+# or dbus (cgroup.conf IgnoreSystemd=yes, CgroupAutomount=yes; slurmd started
+# in system.slice/slurmd-<node>.service by tests/helpers/slurm.bash), as in
+# tests/vm/50-multinode.  Either way Slurm's tree is, Debian's build being
+# one for multiple slurmd:
 #   system.slice/<node>_slurmstepd.scope/job_J/step_S/{slurm,user/task_T}
 # The engine freezes a step through step_S/user/cgroup.freeze and moves its
 # cores with step_S/user/cpuset.cpus (launcher/control/slurm.c); what is asserted is
@@ -149,6 +154,17 @@ start_steps() {
     [[ $output =~ Cpus_allowed_list:[[:space:]]+([0-9,-]+) ]]
     local cpus=${BASH_REMATCH[1]}
     [ "$(cpu_count "$cpus")" = 2 ] || { echo "the task may run on $cpus, want 2 cpus" >&2; false; }
+    [ -d /run/systemd/system ] || return 0
+    # systemd runs the VM: slurmd is its service, and the stepd scope is a
+    # unit systemd made at Slurm's request, holding the step (systemd says so)
+    run systemctl show -p ActiveState -p ControlGroup -p MainPID "slurmd-$SLURM_NODE.service"
+    echo "$output"
+    [[ $output == *ActiveState=active* && $output == *ControlGroup=/system.slice/slurmd-$SLURM_NODE.service* ]]
+    [[ $output =~ MainPID=([0-9]+) ]]
+    [ "$(cat /proc/${BASH_REMATCH[1]}/comm)" = slurmd ]
+    run systemctl show -p ActiveState -p ControlGroup "${SLURM_NODE}_slurmstepd.scope"
+    echo "$output"
+    [[ $output == *ActiveState=active* && $output == *ControlGroup=/system.slice/${SLURM_NODE}_slurmstepd.scope* ]]
 }
 
 # Sampled like tests/vm/20-cgroup2's gang: a sample counts only when both
