@@ -80,6 +80,8 @@
 #                               (0755), plugstack.conf with ARGS
 #   slurm_test_teardown [SECONDS]  an engine test's teardown: kill $BG,
 #                               cancel every job, wait for idle, stop the engine
+#   slurm_under_systemd         systemd runs this machine (sd_booted(3)'s test):
+#                               slurmd is then a systemd service (SLURM_CGROUP=v2)
 #   slurm_step_dir JOB STEP [NODE]  the step's cgroup: v1, its freezer group;
 #                               v2, job_JOB (or the job's SLUID, 26.05)/step_STEP
 #                               in the node's stepd scope
@@ -177,7 +179,7 @@ slurm_stop() {
     done
     # under systemd, its units of this node: the stepd scope (what is left
     # in it is killed) and the slurmd service, failed or not
-    if [ "${SLURM_CGROUP:-v1}" = v2 ] && _slurm_systemd; then
+    if [ "${SLURM_CGROUP:-v1}" = v2 ] && slurm_under_systemd; then
         for i in $SLURM_NODES; do
             systemctl stop "${i}_slurmstepd.scope" "slurmd-$i.service" 2>/dev/null || true
             systemctl reset-failed "${i}_slurmstepd.scope" "slurmd-$i.service" 2>/dev/null || true
@@ -332,7 +334,7 @@ _slurm_in_own_cgroup() {
     local node=$1 cg=$CGROUP_ROOT/system.slice/slurmd-$1.service
     shift
     [ "${SLURM_CGROUP:-v1}" = v2 ] || { "$@"; return; }
-    if _slurm_systemd; then
+    if slurm_under_systemd; then
         systemctl reset-failed "slurmd-$node.service" 2>/dev/null || true
         systemd-run --quiet --unit="slurmd-$node" --service-type=simple \
             -p Delegate=yes -p KillMode=process -p TasksMax=infinity \
@@ -344,8 +346,7 @@ _slurm_in_own_cgroup() {
     ( echo "$BASHPID" > "$cg/cgroup.procs" && exec "$@" )
 }
 
-# _slurm_systemd: systemd runs this machine (sd_booted(3)'s test)
-_slurm_systemd() { [ -d /run/systemd/system ]; }
+slurm_under_systemd() { [ -d /run/systemd/system ]; }
 
 _slurm_skip() {
     SLURM_SKIP=$1
@@ -438,7 +439,7 @@ EOF
     echo "PartitionName=test Nodes=${SLURM_NODES// /,} Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:4" >> "$SLURM_CONF"
     [ -z "${SLURM_EXTRA_CONF:-}" ] || printf '%s\n' "$SLURM_EXTRA_CONF" >> "$SLURM_CONF"
 
-    if [ "${SLURM_CGROUP:-v1}" = v2 ] && _slurm_systemd; then
+    if [ "${SLURM_CGROUP:-v1}" = v2 ] && slurm_under_systemd; then
         # a site's: Slurm asks systemd (dbus) for the stepd scope, Delegate=yes
         # hands it the controllers
         cat > "$SLURM_DIR/cgroup.conf" <<EOF

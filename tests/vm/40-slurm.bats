@@ -154,7 +154,7 @@ start_steps() {
     [[ $output =~ Cpus_allowed_list:[[:space:]]+([0-9,-]+) ]]
     local cpus=${BASH_REMATCH[1]}
     [ "$(cpu_count "$cpus")" = 2 ] || { echo "the task may run on $cpus, want 2 cpus" >&2; false; }
-    [ -d /run/systemd/system ] || return 0
+    slurm_under_systemd || return 0
     # systemd runs the VM: slurmd is its service, and the stepd scope is a
     # unit systemd made at Slurm's request, holding the step (systemd says so)
     run systemctl show -p ActiveState -p ControlGroup -p MainPID "slurmd-$SLURM_NODE.service"
