@@ -253,6 +253,16 @@ count_getaffinity() {
     [ "$count" -le $((wall_ms + 10)) ] || { echo "$count reads: more than one per ms"; false; }
 }
 
+@test "the reverse channel counts every region of a job's processes: 71 at once, more than the page has slots, forked after a region" {
+    requires openmp
+    [ -x "$PROGS/ompbench" ] || skip "needs $PROGS/ompbench (make check builds it)"
+    # each process counts in a slot of its own (a plain add), those beyond the
+    # page's 62 slots in its shared count; a child forked after its parent's
+    # first region must not count in its parent's slot (two writers lose counts)
+    OMP_NUM_THREADS=1 run_prog "$PROGS/ompbench" -P -F 70 -n 2000
+    [[ $output == *"page team=1 regions=$((1 + 71 * 2000))"* ]] || { echo "want $((1 + 71 * 2000)) regions"; false; }
+}
+
 @test "the program's own sched_setaffinity is seen by its next region at once, with a page and without" {
     requires multicore openmp
     [ -x "$PROGS/ompbench" ] || skip "needs $PROGS/ompbench (make check builds it)"

@@ -4,9 +4,9 @@
  * The page is a sealed memfd: F_SEAL_SHRINK and F_SEAL_GROW keep its size,
  * so a job cannot truncate it under the engine's mapping (a fault in a root
  * process); F_SEAL_SEAL keeps those seals.  The engine writes magic, version
- * and gen; it reads back team and regions only, bounded: a job that writes
- * anything there misleads what the engine reports about itself, nothing
- * else.
+ * and gen; it reads back team and the region counts (regions and the slots)
+ * only, bounded: a job that writes anything there misleads what the engine
+ * reports about itself, nothing else.
  */
 #define _GNU_SOURCE
 #include "config.h"
@@ -98,7 +98,7 @@ void cs_omppage_step(struct cs_job *j)
     if (o == NULL)
         return;
     uint32_t team = atomic_load_explicit((_Atomic uint32_t *)&o->pg->team, memory_order_relaxed);
-    uint64_t regions = atomic_load_explicit((_Atomic uint64_t *)&o->pg->regions, memory_order_relaxed);
+    uint64_t regions = cs_omppage_regions(o->pg);   /* job-written: a sum of untrusted words */
     j->omp_team = team <= CS_OMPPAGE_TEAM_MAX ? (int)team : 0;
     /* counted forward only: a count that went back or leapt by 2^40 (the job
      * wrote it) is no count for this step, and the next counts from there */

@@ -23,12 +23,17 @@
  * Long regions (issue 26).  A team formed on few CPUs keeps its size for the
  * region's whole life, however many CPUs the job gets meanwhile.  So for the
  * libgomp entry points that run a whole region (GOMP_parallel*, not the old
- * *_start ones) the shim times each outermost region on the coarse clock and
+ * *_start ones) the shim times outermost regions on the coarse clock and
  * keeps, per call site (the fn pointer; a table of 512), whether the last
- * one lasted LONG_MS (100 ms) or more.  A long call site, and one not seen
- * yet (unknown length), gets the ICV even on fewer CPUs; a short one gets the
- * min() above.  libomp's regions (the stub below jumps, it cannot time) and
- * the old ABI are sized by the min() always.
+ * one timed lasted LONG_MS (100 ms) or more.  A long call site, and one not
+ * seen yet (unknown length), gets the ICV even on fewer CPUs; a short one gets
+ * the min() above.  Timed are a call site's first region and every region
+ * that starts while the thread holds fewer CPUs than the ICV, i.e. whenever
+ * the answer decides a team's size; while the CPUs are not fewer, a site's
+ * regions are not timed again (two clock reads saved per region), so a site
+ * whose regions grew long meanwhile is taken for short at its next region
+ * on fewer CPUs, which then teaches it.  libomp's regions (the stub below
+ * jumps, it cannot time) and the old ABI are sized by the min() always.
  *
  * CPUs held, without a system call per region (issue 26).  cosched gives each
  * job a page (shared/omppage.h: a sealed memfd named in COSCHED_OMP_PAGE)
@@ -46,7 +51,11 @@
  * team size it last asked for (a region with a num_threads clause: that
  * count) and counts outermost regions completed (libomp and the old ABI:
  * begun); cosched reads both at the end of each step (job.team,
- * job.last.regions, cosched-policy(7)).  Loop chunks are not counted: they
+ * job.last.regions, cosched-policy(7)).  Each thread counts in a slot of
+ * the page of its own, claimed at its first region (a plain load and store
+ * per region: a locked add would drain the store buffer at every region's
+ * end); a child after fork claims its own; threads beyond the page's slots
+ * share one count with a locked add.  Loop chunks are not counted: they
  * would cost a wrapper around every GOMP_loop_*_next.  A region with a num_threads
  * clause, a nested region (level > 0; `if(false)` regions count as levels),
  * and a process that never enters OpenMP are left exactly as they are.
@@ -132,19 +141,22 @@
  * (pthread_once), the addresses of the real functions (atomic pointers: two
  * threads that resolve one at the same time store the same value), the call
  * site table (atomic words: a site is claimed by compare-and-swap, its kind
- * stored whole) and the affinity counter (atomic).  The CPU count cache, the promise of
- * omp_get_max_threads() and the "num_threads was pushed" mark of libomp are
- * thread-local.  Any thread may start outermost regions (each pthread is its
+ * stored whole), the affinity counter (atomic) and the page's slot claims
+ * (fetch-add).  The CPU count cache, the last call site, the slot, the
+ * promise of omp_get_max_threads() and the "num_threads was pushed" mark of
+ * libomp are thread-local.  Any thread may start outermost regions (each pthread is its
  * own contention group); each is sized by its own affinity mask.
  *
  * Cost per region (BENCHMARKS.md section 12 measures it).  A nested region
  * costs one call into the runtime (omp_get_level).  An outermost region adds
- * a call to the runtime's omp_get_max_threads, two reads of the coarse clock
- * (vDSO), a probe of the call site table, an acquire load of the page's
- * generation and, with a page, one relaxed atomic add (regions); when the
- * CPUs are fewer than the ICV, one call to omp_get_proc_bind and, for libomp,
- * __kmpc_global_thread_num and __kmpc_push_num_threads.  No system call but
- * when the cached count must be re-read (above).
+ * a call to the runtime's omp_get_max_threads, one read of the coarse clock
+ * (vDSO), an acquire load of the page's generation, a compare with the
+ * thread's last call site and, with a page, a load and a store to its slot;
+ * when the CPUs are fewer than the ICV, a second read of the clock, one call
+ * to omp_get_proc_bind and, for libomp, __kmpc_global_thread_num and
+ * __kmpc_push_num_threads.  No system call but when the cached count must
+ * be re-read (above).  The resolved runtime functions, the cache and the
+ * count are inlined into the entry points; what runs once is not.
  *
  * Installed as $(pkglibdir)/libcosched-omp.so: a private object loaded by
  * path (LD_PRELOAD), not a library anything links with, so not in $(libdir).
@@ -171,6 +183,7 @@
 
 #define CS_EXPORT __attribute__((visibility("default")))
 #define CS_HIDDEN __attribute__((visibility("hidden")))
+#define CS_TLS __attribute__((tls_model("initial-exec")))
 
 /* ---------------------------------------------------------------- real functions */
 
@@ -221,13 +234,10 @@ static void *_Atomic real_ptr[R_COUNT];
 /* The next definition of a symbol: after this object in the global scope, or
  * in a runtime that a dlopen()ed library brought in with RTLD_LOCAL (not in
  * the global scope, so RTLD_NEXT misses it; its callers still bind to us). */
-static void *real(enum real_fn f)
+static __attribute__((noinline)) void *real_slow(enum real_fn f)
 {
     static const char *const runtimes[] = { "libgomp.so.1", "libomp.so.5", "libomp.so", "libiomp5.so" };
-    void *p = atomic_load_explicit(&real_ptr[f], memory_order_acquire);
-    if (p)
-        return p;
-    p = dlsym(RTLD_NEXT, real_name[f]);
+    void *p = dlsym(RTLD_NEXT, real_name[f]);
     for (size_t i = 0; !p && i < sizeof runtimes / sizeof runtimes[0]; i++) {
         void *h = dlopen(runtimes[i], RTLD_LAZY | RTLD_NOLOAD);
         if (h) {
@@ -240,19 +250,30 @@ static void *real(enum real_fn f)
     return p;
 }
 
+/* the hot path: one acquire load once resolved */
+static inline __attribute__((always_inline)) void *real(enum real_fn f)
+{
+    void *p = atomic_load_explicit(&real_ptr[f], memory_order_acquire);
+    return __builtin_expect(p != NULL, 1) ? p : real_slow(f);
+}
+
 /* An entry point the program called has no definition after ours: nothing can
  * run the region.  Cannot happen unless the shim is preloaded into a program
  * whose OpenMP runtime is neither in the global scope nor one we know. */
-static void *need(enum real_fn f)
+static __attribute__((noinline, noreturn)) void no_runtime(enum real_fn f)
+{
+    fprintf(stderr, "cosched-omp: the program called %s but no OpenMP runtime "
+            "(libgomp.so.1, libomp.so.5, libiomp5.so) defines it; "
+            "run it with COSCHED_OMP=off or without libcosched-omp.so in LD_PRELOAD\n",
+            real_name[f]);
+    abort();
+}
+
+static inline __attribute__((always_inline)) void *need(enum real_fn f)
 {
     void *p = real(f);
-    if (!p) {
-        fprintf(stderr, "cosched-omp: the program called %s but no OpenMP runtime "
-                "(libgomp.so.1, libomp.so.5, libiomp5.so) defines it; "
-                "run it with COSCHED_OMP=off or without libcosched-omp.so in LD_PRELOAD\n",
-                real_name[f]);
-        abort();
-    }
+    if (__builtin_expect(p == NULL, 0))
+        no_runtime(f);
     return p;
 }
 
@@ -261,6 +282,34 @@ static void *need(enum real_fn f)
 /* The job's page (shared/omppage.h), when cosched gave one: mapped once,
  * before the first region (decide_enabled), never unmapped. */
 static struct cs_omppage *page;
+
+/* This thread's count of regions completed in the page: a slot of its own
+ * (plain load and store), else the shared count (fetch-add); NULL until the
+ * thread's first region ends, and again in a child after fork (its slot is
+ * its parent's thread's). */
+static _Thread_local CS_TLS uint64_t *my_count;
+
+static __attribute__((noinline)) void claim_slot(void)
+{
+    unsigned i = atomic_fetch_add_explicit((_Atomic uint32_t *)&page->nslots, 1, memory_order_relaxed);
+    my_count = i < CS_OMPPAGE_SLOTS ? &page->slot[i].regions : &page->regions;
+}
+
+static void forget_slot(void)
+{
+    my_count = NULL;
+}
+
+static inline __attribute__((always_inline)) void count_region(void)
+{
+    if (__builtin_expect(my_count == NULL, 0))
+        claim_slot();
+    _Atomic uint64_t *c = (_Atomic uint64_t *)my_count;
+    if (__builtin_expect(my_count != &page->regions, 1))
+        atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1, memory_order_relaxed);
+    else
+        atomic_fetch_add_explicit(c, 1, memory_order_relaxed);
+}
 
 static void map_page(void)
 {
@@ -291,6 +340,7 @@ static void map_page(void)
         return;
     }
     page = pg;
+    pthread_atfork(NULL, NULL, forget_slot);
 }
 
 /* ---------------------------------------------------------------- opt-out */
@@ -339,8 +389,6 @@ static int enabled(void)
 
 /* ---------------------------------------------------------------- CPUs held, cached */
 
-#define CS_TLS __attribute__((tls_model("initial-exec")))
-
 /* CPUs in the calling thread's affinity mask; 0 when unknown (more than 8192
  * CPUs, or the call is refused): then nothing is resized. */
 static unsigned cpus_now(void)
@@ -375,22 +423,31 @@ static _Atomic unsigned aff_epoch;
  * generation (0 without a page), aff_epoch, the coarse millisecond. */
 static _Thread_local CS_TLS struct { uint64_t gen, ms; unsigned epoch, cpus; int valid; } aff;
 
-/* cpus_now(), re-read only when the engine changed the job's CPUs since
- * (the page's generation moved), when the program changed an affinity
- * itself, or once the coarse clock (now_ms) moved past the cached read: by
- * PAGE_REVALIDATE_MS with a page, by 1 ms (a tick) without. */
-static unsigned cpus_cached(uint64_t now_ms)
+static __attribute__((noinline)) unsigned cpus_reread(uint64_t gen, unsigned epoch, uint64_t now)
 {
-    uint64_t gen = page ? atomic_load_explicit((_Atomic uint64_t *)&page->gen, memory_order_acquire) : 0;
-    unsigned epoch = atomic_load_explicit(&aff_epoch, memory_order_acquire);
-    if (aff.valid && aff.gen == gen && aff.epoch == epoch && now_ms - aff.ms < (page ? PAGE_REVALIDATE_MS : 1))
-        return aff.cpus;
     aff.cpus = cpus_now();
     aff.gen = gen;
     aff.epoch = epoch;
-    aff.ms = now_ms;
+    aff.ms = now;
     aff.valid = 1;
     return aff.cpus;
+}
+
+/* cpus_now(), re-read only when the engine changed the job's CPUs since
+ * (the page's generation moved), when the program changed an affinity
+ * itself, or once the coarse clock moved past the cached read: by
+ * PAGE_REVALIDATE_MS with a page, by 1 ms (a tick) without.  The hot path:
+ * two loads, the clock (vDSO, its reading left in *now_ms) and three
+ * compares. */
+static inline __attribute__((always_inline)) unsigned cpus_cached(uint64_t *now_ms)
+{
+    uint64_t gen = page ? atomic_load_explicit((_Atomic uint64_t *)&page->gen, memory_order_acquire) : 0;
+    unsigned epoch = atomic_load_explicit(&aff_epoch, memory_order_acquire);
+    uint64_t now = *now_ms = coarse_ms();
+    if (__builtin_expect(aff.valid && aff.gen == gen && aff.epoch == epoch &&
+                         now - aff.ms < (page ? PAGE_REVALIDATE_MS : 1), 1))
+        return aff.cpus;
+    return cpus_reread(gen, epoch, now);
 }
 
 CS_EXPORT int sched_setaffinity(pid_t pid, size_t size, const cpu_set_t *set)
@@ -438,6 +495,19 @@ static struct site *site_of(const void *fn)
     return NULL;
 }
 
+/* site_of(), remembered for the thread's last fn (a loop of one region
+ * looks its site up once); a site is never removed from the table */
+static _Thread_local CS_TLS struct { const void *fn; struct site *site; } site_last;
+
+static inline __attribute__((always_inline)) struct site *site_cached(const void *fn)
+{
+    if (__builtin_expect(site_last.fn != fn, 0)) {
+        site_last.site = site_of(fn);
+        site_last.fn = fn;
+    }
+    return site_last.site;
+}
+
 /* ---------------------------------------------------------------- the rule */
 
 /* what omp_get_max_threads() last told this thread at level 0 */
@@ -449,14 +519,15 @@ static _Thread_local CS_TLS struct { int valid; unsigned n, icv; } promise;
  * never told fewer threads than a later region may have) */
 static _Atomic int outer_seen;
 
-static int at_level0(void)
+static inline __attribute__((always_inline)) int at_level0(void)
 {
     int (*get_level)(void) = real(R_GET_LEVEL);
     return get_level && get_level() == 0;
 }
 
-/* The team size for CPUs held now, given the ICV; icv when not fewer. */
-static unsigned rule(unsigned icv, uint64_t now_ms)
+/* The team size for CPUs held now, given the ICV; icv when not fewer.
+ * *now_ms: the coarse clock's reading. */
+static inline __attribute__((always_inline)) unsigned rule(unsigned icv, uint64_t *now_ms)
 {
     unsigned cpus = cpus_cached(now_ms);
     if (cpus == 0 || cpus >= icv)
@@ -498,21 +569,22 @@ static unsigned region_begin(struct region *r, const void *fn, unsigned asked)
         return asked;
     int icv_i = max_threads();
     unsigned icv = icv_i > 0 ? (unsigned)icv_i : 1;
-    unsigned n;
-    r->t0 = coarse_ms();
-    if (fn)
-        r->site = site_of(fn);
-    if (promise.valid && promise.icv == icv)
-        n = promise.n;
-    else {
-        n = rule(icv, r->t0);
+    int promised = promise.valid && promise.icv == icv;
+    uint64_t now = 0;
+    unsigned n = promised ? promise.n : rule(icv, &now);
+    promise.valid = 0;
+    struct site *site = fn ? site_cached(fn) : NULL;
+    unsigned char kind = site ? atomic_load_explicit(&site->kind, memory_order_relaxed) : SITE_SHORT;
+    /* timed: every region while the CPUs held are fewer than the ICV (its
+     * team's size depends on what was learned), and a site's first region */
+    if (site && (n < icv || kind == SITE_UNKNOWN)) {
+        r->site = site;
+        r->t0 = promised ? coarse_ms() : now;
         /* a long region, or one of unknown length, starts with the full
          * team: it may get the cores back before it ends */
-        if (n < icv && r->site &&
-            atomic_load_explicit(&r->site->kind, memory_order_relaxed) != SITE_SHORT)
+        if (n < icv && !promised && kind != SITE_SHORT)
             n = icv;
     }
-    promise.valid = 0;
     publish_team(n);
     return n < icv ? n : 0;
 }
@@ -522,7 +594,7 @@ static void region_end(struct region *r)
     if (!r->outer)
         return;
     if (page)
-        atomic_fetch_add_explicit((_Atomic uint64_t *)&page->regions, 1, memory_order_relaxed);
+        count_region();
     if (r->site) {
         unsigned char kind = coarse_ms() - r->t0 >= LONG_MS ? SITE_LONG : SITE_SHORT;
         if (atomic_load_explicit(&r->site->kind, memory_order_relaxed) != kind)
@@ -547,7 +619,8 @@ static int max_threads_via(enum real_fn f)
     if (icv_i <= 0 || !enabled() || !at_level0())
         return icv_i;
     unsigned icv = (unsigned)icv_i;
-    unsigned n = atomic_load_explicit(&outer_seen, memory_order_relaxed) ? rule(icv, coarse_ms()) : icv;
+    uint64_t now;
+    unsigned n = atomic_load_explicit(&outer_seen, memory_order_relaxed) ? rule(icv, &now) : icv;
     promise.valid = 1;
     promise.n = n;
     promise.icv = icv;

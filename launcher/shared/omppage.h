@@ -1,7 +1,7 @@
 /*
  * shared/omppage.h - the page a job shares with cosched: the layout that
  * libcosched-omp.so (omp/cosched-omp.c) and the engine (engine/omppage.c)
- * both read.  libc only, no functions.
+ * both read.  libc only.
  *
  * The engine makes one page per job: a sealed memfd (its size can neither
  * shrink nor grow, so a job cannot make the root engine's mapping fault),
@@ -15,23 +15,35 @@
  *                   this half back: a job that scribbles on it misleads
  *                   only its own team sizes.
  *   job -> engine:  team (the outermost team size of the last region the
- *                   job started), regions (outermost regions completed,
- *                   summed over the job's processes).  Untrusted: the engine
- *                   reads these two words only, bounds them (team <=
- *                   CS_OMPPAGE_TEAM_MAX, regions only counted forward) and a
- *                   job can only mislead decisions about itself.
+ *                   job started) and the count of outermost regions
+ *                   completed, summed over the job's processes and threads:
+ *                   regions plus every slot.  Each thread that completes
+ *                   regions claims a slot of its own (nslots, a fetch-add
+ *                   once per thread) on a cache line of its own and counts
+ *                   there with a plain load and store: no locked
+ *                   instruction per region (a lock add drains the store
+ *                   buffer at the end of every region).  Threads beyond
+ *                   CS_OMPPAGE_SLOTS count in regions with a fetch-add.
+ *                   Untrusted: the engine reads team, regions and the
+ *                   slots only (never nslots), bounds them (team <=
+ *                   CS_OMPPAGE_TEAM_MAX, the sum only counted forward) and
+ *                   a job can only mislead decisions about itself.
+ *
+ * One function, cs_omppage_regions(): the sum, for the engine and tests.
  */
 #ifndef COSCHED_OMPPAGE_H
 #define COSCHED_OMPPAGE_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #define CS_OMPPAGE_ENV "COSCHED_OMP_PAGE"
 #define CS_OMPPAGE_NAME "cosched-omp-page"     /* the memfd's name (/proc/PID/fd/N -> /memfd:NAME) */
 #define CS_OMPPAGE_MAGIC 0x63736f6d70706731ULL  /* "csomppg1" */
-#define CS_OMPPAGE_VERSION 1u
+#define CS_OMPPAGE_VERSION 2u
 #define CS_OMPPAGE_SIZE 4096u
 #define CS_OMPPAGE_TEAM_MAX 65536u
+#define CS_OMPPAGE_SLOTS 62u
 
 struct cs_omppage {
     /* engine -> job */
@@ -41,11 +53,21 @@ struct cs_omppage {
     char pad1[64 - 24];
     /* job -> engine (untrusted) */
     uint32_t team;                 /* atomic, relaxed */
-    uint32_t pad2;
-    uint64_t regions;              /* atomic, relaxed fetch-add */
+    uint32_t nslots;               /* atomic: slots claimed (the shim's only; the engine never reads it) */
+    uint64_t regions;              /* atomic, relaxed fetch-add: threads without a slot */
     char pad3[64 - 16];
+    struct { uint64_t regions; char pad[56]; } slot[CS_OMPPAGE_SLOTS];   /* one writer each, relaxed */
 };
 
-_Static_assert(sizeof(struct cs_omppage) == 128, "struct cs_omppage is two cache lines");
+_Static_assert(sizeof(struct cs_omppage) == CS_OMPPAGE_SIZE, "struct cs_omppage is the page");
+
+/* outermost regions completed: regions plus the slots (wrapping) */
+static inline uint64_t cs_omppage_regions(const struct cs_omppage *pg)
+{
+    uint64_t n = atomic_load_explicit((const _Atomic uint64_t *)&pg->regions, memory_order_relaxed);
+    for (unsigned i = 0; i < CS_OMPPAGE_SLOTS; i++)
+        n += atomic_load_explicit((const _Atomic uint64_t *)&pg->slot[i].regions, memory_order_relaxed);
+    return n;
+}
 
 #endif

@@ -17,7 +17,12 @@
  * -P: first make a page as cosched's engine does (shared/omppage.h: a
  *   sealed memfd named in COSCHED_OMP_PAGE), then run as above: the shim's
  *   hot path with a page, without cosched.  After the run, prints the
- *   page's reverse channel: "page team=T regions=R". */
+ *   page's reverse channel: "page team=T regions=R".
+ * -F K: after one empty region, fork K processes that run REGIONS empty
+ *   regions each beside this one's (the page's count must then be
+ *   1 + (K + 1) x REGIONS: each process counts in a slot of its own, those
+ *   beyond the page's slots in its shared count).  Run it with one thread:
+ *   an OpenMP runtime with a pool of threads is not usable after fork. */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <omp.h>
@@ -58,16 +63,17 @@ int main(int argc, char **argv)
     const char *kind = "empty";
     long n = 1000000;
     double seconds = 4;
-    int make_page = 0, own_move = 0, c;
-    while ((c = getopt(argc, argv, "Pak:n:s:")) != -1) {
+    int make_page = 0, own_move = 0, forks = 0, c;
+    while ((c = getopt(argc, argv, "PaF:k:n:s:")) != -1) {
         switch (c) {
         case 'P': make_page = 1; break;
         case 'a': own_move = 1; break;
+        case 'F': forks = atoi(optarg); break;
         case 'k': kind = optarg; break;
         case 'n': n = atol(optarg); break;
         case 's': seconds = atof(optarg); break;
         default:
-            fprintf(stderr, "usage: ompbench [-P] [-k empty|barrier|long] [-n REGIONS] [-s SECONDS]\n");
+            fprintf(stderr, "usage: ompbench [-P] [-a] [-F K] [-k empty|barrier|long] [-n REGIONS] [-s SECONDS]\n");
             return 2;
         }
     }
@@ -94,7 +100,7 @@ int main(int argc, char **argv)
         int st;
         if (pid < 0 || waitpid(pid, &st, 0) != pid)
             return 2;
-        printf("page team=%u regions=%llu\n", pg->team, (unsigned long long)pg->regions);
+        printf("page team=%u regions=%llu\n", pg->team, (unsigned long long)cs_omppage_regions(pg));
         return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
     }
     int team = 0;
@@ -114,6 +120,19 @@ int main(int argc, char **argv)
             return perror("ompbench: sched_setaffinity"), 2;
         team = empty_region();
         printf("own-move cpus=1 team=%d\n", team);
+    }
+    if (forks > 0) {
+        team = empty_region();   /* this thread counts in a slot before the forks */
+        for (int k = 0; k < forks; k++) {
+            pid_t pid = fork();
+            if (pid < 0)
+                return perror("ompbench: fork"), 2;
+            if (pid == 0) {
+                for (long i = 0; i < n; i++)
+                    empty_region();
+                _exit(0);
+            }
+        }
     }
     double t0 = now();
     if (strcmp(kind, "empty") == 0) {
@@ -148,6 +167,8 @@ int main(int argc, char **argv)
         return 2;
     }
     double t = now() - t0;
+    while (forks > 0 && wait(NULL) > 0)
+        ;
     printf("regions=%ld team=%d ns_per_region=%.1f\n", n, team, t * 1e9 / (double)n);
     return 0;
 }
