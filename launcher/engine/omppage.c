@@ -88,6 +88,9 @@ void cs_omppage_reset(struct cs_job *j)
     if (o == NULL)
         return;
     atomic_store_explicit((_Atomic uint32_t *)&o->pg->team, 0, memory_order_relaxed);
+    /* the new instance's threads claim the slots again (their counts go on
+     * from where the last one's stopped: the sum only grows) */
+    atomic_store_explicit((_Atomic uint32_t *)&o->pg->nslots, 0, memory_order_relaxed);
     j->omp_team = 0;
     j->omp_regions = 0;
 }

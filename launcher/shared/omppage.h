@@ -53,7 +53,7 @@ struct cs_omppage {
     char pad1[64 - 24];
     /* job -> engine (untrusted) */
     uint32_t team;                 /* atomic, relaxed */
-    uint32_t nslots;               /* atomic: slots claimed (the shim's only; the engine never reads it) */
+    uint32_t nslots;               /* atomic: slots claimed (the engine never reads it; 0 for a new instance) */
     uint64_t regions;              /* atomic, relaxed fetch-add: threads without a slot */
     char pad3[64 - 16];
     struct { uint64_t regions; char pad[56]; } slot[CS_OMPPAGE_SLOTS];   /* one writer each, relaxed */
