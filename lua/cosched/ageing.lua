@@ -85,8 +85,9 @@ tr:observe(snap, info)
     quanta_run grew since the previous observe and whose last step was
     counted (cosched.characterize.job_ipc) gets a new CP; otherwise it
     keeps the one it had (the "last quantum" is the last one it ran).
-    Without counters the paper has no Progress; a job that has no IPC
-    measurement gets one from the first of these that its last step has:
+    Without counters (or without IPC_ref: characterize = no) the paper has
+    no Progress; such a job gets one from the first of these its last step
+    has:
     "regions" (region_progress): its OpenMP region throughput, the outermost
       regions it completed per wall second (last.regions / last.wall),
       against the best such rate it had lately at the same width (the cores
@@ -99,10 +100,10 @@ tr:observe(snap, info)
       same CPU seconds, less work: a STREAM triad beside another stream
       completes 0.79x the regions per second it does beside a compute
       kernel, BENCHMARKS.md 12a), which CPU time cannot see.  Taken only
-      when the step has at least 8 regions (MIN_REGIONS: a count is off by
-      up to one region at each end of a step, so 8 bounds that error near
-      12 %; a job whose regions are long, or a step cut short, says
-      nothing), last.cpu > 0 and at most 1e7 regions per CPU second (an
+      when the step has at least 8 regions (MIN_REGIONS: the regions cut
+      by the step's two ends make a count off by less than one, so 8 keeps
+      that error under 12.5 %; a job whose regions are long, or a step cut
+      short, says nothing), last.cpu > 0 and at most 1e7 regions per CPU second (an
       OpenMP fork-join costs 0.5 us or more, BENCHMARKS.md 12a): else the
       CPU signal.  The job writes its own count: a false one moves its own
       CP, hence its own age, within [0, w2] as true contention does, never
@@ -120,8 +121,8 @@ tr.signal[id] -> "ipc", "regions" or "cpu": what the job's CP was measured
 tr.fresh[id] -> the speed of the jobs measured anew by the last observe:
     IPC_last / IPC_standalone (against alone on the node); for a job with
     no IPC_standalone (no counters, or characterize = no) whose CP came
-    from regions, its Progress from them (against its own best at that
-    width); else nil
+    from regions, its Progress from them (against its own best, as its CP);
+    else nil
 ]==]
 
 local ch = require "cosched.characterize"
@@ -262,8 +263,8 @@ end
 
 -- the decay per measured step of a job's best rate (its reference)
 local BEST_DECAY = 0.98
--- the fewest regions in a step that make a rate (the count is off by up to
--- one at each end of the step)
+-- the fewest regions in a step that make a rate (the regions cut by the
+-- step's ends make the count off by less than one)
 local MIN_REGIONS = 8
 -- the most regions per CPU second believed (a fork-join costs >= 0.5 us)
 local MAX_REGIONS_PER_CPU_S = 1e7
