@@ -372,6 +372,26 @@ job_env() {
     assert_equal "$(grep -c '^teams: 2=[0-9]* regions=[0-9]* ok$' <<<"$output")" 2 "jobs with only 2-thread teams without the shim"
 }
 
+@test "cosched run: flca without counters takes CP from the jobs' region throughput (signal regions in the trace)" {
+    requires cosched
+    requires_c
+    command -v jq >/dev/null || skip "needs jq"
+    # two OpenMP jobs folded side by side; from the second epoch on, each
+    # job's CP comes from the regions its shim counted (cosched.ageing)
+    job_env -u LD_PRELOAD OMP_NUM_THREADS=2 -- --policy flca --counters none --quantum 200ms \
+        --trace "$BATS_TEST_TMPDIR/trace" -- "$C_PROG" -l 1.5 ::: "$C_PROG" -l 1.5
+    signals=$(jq -r 'select(.type == "step") | .jobs[] | "\(.id) \(.omp_regions) \(.policy.signal)"' "$BATS_TEST_TMPDIR/trace" | sort -u)
+    echo "$signals"
+    for id in 1 2; do
+        grep -q "^$id [0-9]* regions$" <<<"$signals" || { echo "job $id: no step whose CP came from regions"; false; }
+    done
+    # --policy-opt region_progress=no: from CPU time
+    job_env -u LD_PRELOAD OMP_NUM_THREADS=2 -- --policy flca --counters none --quantum 200ms --policy-opt region_progress=no \
+        --trace "$BATS_TEST_TMPDIR/trace2" -- "$C_PROG" -l 1 ::: "$C_PROG" -l 1
+    signals=$(jq -r 'select(.type == "step") | .jobs[] | .policy.signal // empty' "$BATS_TEST_TMPDIR/trace2" | sort -u)
+    assert_equal "$signals" cpu "signals with region_progress=no"
+}
+
 @test "cosched run: a long region that starts folded keeps its full team and uses both cores once the job gets the node" {
     requires cosched
     requires multicore openmp

@@ -7,6 +7,11 @@ Sec. 4.3 and 4.4).
     CP       = 1 - Progress                                   (contention penalty)
     Age      = w1 * WT / (n * TQ) + w2 * CP + w3 * FP          (Sec. 4.4; FOP: w = (1, 1, 0))
 
+The paper measures Progress by IPC, from hardware counters.  Where there are
+none (VMs, clouds) the tracker below stands in for IPC_last / IPC_ref with a
+job's OpenMP region throughput against its own best of late, else its CPU
+time per core against its own best of late (tr.signal says which).
+
 progress(ipc_last, ipc_ref) -> number or nil
     ipc_last / ipc_ref; nil when either is missing or ipc_ref <= 0.
 cp(progress) -> number
@@ -67,7 +72,7 @@ bt:get(job) -> threads
     except one run in `probe` (default 8), when it is job.threads again so
     that a team sized while folded can grow; else job.threads.
 
-tracker(reference) -> tr
+tracker(reference [, cpu_progress [, region_progress]]) -> tr
     Keeps each job's last contention penalty between epochs.
     reference = "standalone": Progress against IPC_standalone, literally
     (FOP); "nearest": against IPC_folded when the job's last step used a
@@ -80,17 +85,44 @@ tr:observe(snap, info)
     quanta_run grew since the previous observe and whose last step was
     counted (cosched.characterize.job_ipc) gets a new CP; otherwise it
     keeps the one it had (the "last quantum" is the last one it ran).
-    With cpu_progress (policies' cpu_progress = yes), a job that has no IPC
-    measurement (no counters) gets CP from CPU time: its CPU per core in the
-    last step (last.cpu / (last.wall min(last.ncpus, threads))) against the
-    best such rate it had lately (the maximum, decayed by 2 % per measured
-    step), so that another process on its cores shows as contention while a
-    job that sleeps or runs serially by nature does not.
+    Without counters (or without IPC_ref: characterize = no) the paper has
+    no Progress; such a job gets one from the first of these its last step
+    has:
+    "regions" (region_progress): its OpenMP region throughput, the outermost
+      regions it completed per wall second (last.regions / last.wall),
+      against the best such rate it had lately at the same width (the cores
+      it could use, min(last.ncpus, threads); with reference = standalone
+      the best at any width, so a folded step's CP holds its folding loss as
+      the paper's does).  Regions per wall second are the CPU share it got
+      times the work it did per CPU second, so one ratio sees both a
+      process on its cores (fewer CPU seconds; spinning OpenMP waits hide
+      that from CPU time, not from regions) and memory contention (the
+      same CPU seconds, less work: a STREAM triad beside another stream
+      completes 0.79x the regions per second it does beside a compute
+      kernel, BENCHMARKS.md 12a), which CPU time cannot see.  Taken only
+      when the step has at least 8 regions (MIN_REGIONS: the regions cut
+      by the step's two ends make a count off by less than one, so 8 keeps
+      that error under 12.5 %; a job whose regions are long, or a step cut
+      short, says nothing), last.cpu > 0 and at most 1e7 regions per CPU second (an
+      OpenMP fork-join costs 0.5 us or more, BENCHMARKS.md 12a): else the
+      CPU signal.  The job writes its own count: a false one moves its own
+      CP, hence its own age, within [0, w2] as true contention does, never
+      another job's.  It assumes the regions of a job do similar work: a
+      phase of longer regions looks like contention until the best decays.
+    "cpu" (cpu_progress): its CPU per core in the last step (last.cpu /
+      (last.wall min(last.ncpus, threads))) against the best such rate it
+      had lately, so that another process on its cores shows as contention
+      while a job that sleeps or runs serially by nature does not.
+    "Lately": the maximum, decayed by 2 % per step measured so (BEST_DECAY).
+    IPC is preferred to both (a job measured by IPC once keeps to it).
 tr:cp(id) -> number (0 when never measured)
-tr.signal[id] -> "ipc" or "cpu": what the job's CP was measured from (nil:
-    never measured)
-tr.fresh[id] -> IPC_last / IPC_standalone of the jobs measured anew by the
-    last observe (their speed against alone on the node), else nil
+tr.signal[id] -> "ipc", "regions" or "cpu": what the job's CP was measured
+    from (nil: never measured)
+tr.fresh[id] -> the speed of the jobs measured anew by the last observe:
+    IPC_last / IPC_standalone (against alone on the node); for a job with
+    no IPC_standalone (no counters, or characterize = no) whose CP came
+    from regions, its Progress from them (against its own best, as its CP);
+    else nil
 ]==]
 
 local ch = require "cosched.characterize"
@@ -131,7 +163,7 @@ end
 -- for jobs still being characterized just that.  nil unless snap.explain
 -- (only the node engine reads it).  cp_of(id), fp_of(id): the unweighted
 -- penalties the ages were computed with (nil: 0); signal_of(id): what CP was
--- measured from ("ipc", "cpu"; nil: not measured), the job's "signal".
+-- measured from ("ipc", "regions", "cpu"; nil: not measured), the job's "signal".
 function M.explain(snap, ctx, entries, steps, n, tq, w, cp_of, fp_of, signal_of)
   if not snap.explain then return nil end
   w = w or M.defaults
@@ -204,11 +236,18 @@ end
 local T = {}
 T.__index = T
 
-function M.tracker(reference, cpu_progress)
+function M.tracker(reference, cpu_progress, region_progress)
   if reference ~= "standalone" and reference ~= "nearest" then
     error("ageing.tracker: reference must be 'standalone' or 'nearest'", 2)
   end
-  return setmetatable({ ref = reference, cps = {}, runs = {}, best = {}, signal = {}, cpu = cpu_progress }, T)
+  return setmetatable({ ref = reference, cps = {}, runs = {}, best = {}, signal = {}, cpu = cpu_progress,
+                        regions = region_progress, rbest = {}, rsteps = {} }, T)
+end
+
+-- the cores the job could keep busy in its last step: min(ncpus, threads)
+local function width(job)
+  local l = job.last
+  return math.min(l.ncpus, (type(job.threads) == "number" and job.threads >= 1) and job.threads or l.ncpus)
 end
 
 -- CPU per core the job's last step gave it (its threads' CPU time over the
@@ -219,12 +258,31 @@ local function cpu_rate(job)
       or type(l.ncpus) ~= "number" or l.ncpus < 1 then
     return nil
   end
-  local n = math.min(l.ncpus, (type(job.threads) == "number" and job.threads >= 1) and job.threads or l.ncpus)
-  return l.cpu / (l.wall * n)
+  return l.cpu / (l.wall * width(job))
 end
 
--- the decay per measured step of a job's best CPU rate (its reference)
+-- the decay per measured step of a job's best rate (its reference)
 local BEST_DECAY = 0.98
+-- the fewest regions in a step that make a rate (the regions cut by the
+-- step's ends make the count off by less than one)
+local MIN_REGIONS = 8
+-- the most regions per CPU second believed (a fork-join costs >= 0.5 us)
+local MAX_REGIONS_PER_CPU_S = 1e7
+
+-- outermost OpenMP regions per wall second in the job's last step, nil when
+-- it ran no such step, or the count is missing, too small or not credible
+local function region_rate(job)
+  local l = job.last
+  if not l or l.ran == false then return nil end
+  local r, cpu, wall = l.regions, l.cpu, l.wall
+  if type(r) ~= "number" or not (r >= MIN_REGIONS) or r == math.huge
+      or type(cpu) ~= "number" or not (cpu > 0) or cpu == math.huge
+      or type(wall) ~= "number" or not (wall > 0) or wall == math.huge
+      or type(l.ncpus) ~= "number" or l.ncpus < 1 or r / cpu > MAX_REGIONS_PER_CPU_S then
+    return nil
+  end
+  return r / wall
+end
 
 function T:observe(snap, info)
   local live = {}
@@ -233,7 +291,8 @@ function T:observe(snap, info)
     local id = job.id
     live[id] = true
     local i = info[id]
-    if i and (self.runs[id] or -1) < job.quanta_run then
+    local new = (self.runs[id] or -1) < job.quanta_run
+    if i and new then
       local ipc = ch.job_ipc(job)
       local ref = i.ipc_standalone
       if self.ref == "nearest" and i.ipc_folded and i.cores_folded and i.cores_standalone then
@@ -244,14 +303,33 @@ function T:observe(snap, info)
       if p then self.cps[id], self.signal[id] = M.cp(p), "ipc" end
       self.fresh[id] = M.progress(ipc, i.ipc_standalone)
     end
-    if self.cpu and self.signal[id] ~= "ipc" and (self.runs[id] or -1) < job.quanta_run then
+    if new and self.signal[id] ~= "ipc" then
       -- no counters: the CPU the job got per core against the best it got
-      -- lately (another process on its cores, not its own nature, lowers it)
-      local r = cpu_rate(job)
+      -- lately (another process on its cores, not its own nature, lowers
+      -- it); its best is kept up to date even when regions are used
+      local r = self.cpu and cpu_rate(job)
+      local cpu_p
       if r and r > 0 then
         local b = math.max((self.best[id] or 0) * BEST_DECAY, r)
         self.best[id] = b
-        self.cps[id], self.signal[id] = M.cp(r / b), "cpu"
+        cpu_p = r / b
+      end
+      -- its regions per second against its best at this width (or at any
+      -- width for reference = standalone), decayed per step so measured
+      local q = self.regions and region_rate(job)
+      if q then
+        local k = self.ref == "nearest" and width(job) or 0
+        local n = (self.rsteps[id] or 0) + 1
+        self.rsteps[id] = n
+        local bs = self.rbest[id] or {}
+        self.rbest[id] = bs
+        local old = bs[k]
+        local b = math.max(old and old.v * BEST_DECAY ^ (n - old.at) or 0, q)
+        bs[k] = { v = b, at = n }
+        self.cps[id], self.signal[id] = M.cp(q / b), "regions"
+        if not (i and i.ipc_standalone) then self.fresh[id] = q / b end
+      elseif cpu_p then
+        self.cps[id], self.signal[id] = M.cp(cpu_p), "cpu"
       end
     end
     self.runs[id] = job.quanta_run
@@ -259,6 +337,7 @@ function T:observe(snap, info)
   for id in pairs(self.runs) do
     if not live[id] then
       self.runs[id], self.cps[id], self.best[id], self.signal[id] = nil, nil, nil, nil
+      self.rbest[id], self.rsteps[id] = nil, nil
     end
   end
 end

@@ -53,11 +53,16 @@ Plan, every epoch:
              S 0.73x (issue #24).  Not counted: CP = 0.
        FP  = the characterization's 1 - IPC_folded / IPC_standalone,
              clamped to [0, 1]; unknown: 0.
-     Without counters FP = 0, and CP comes from CPU time (cpu_progress =
-     yes, the default: a job's CPU per core in its last step against its
-     own best of late, so another process on its cores makes it older); with
-     cpu_progress = no CP = 0 too and the age is WT / (n TQ): the K jobs
-     that waited longest run - fair round robin.
+     Without counters FP = 0, and CP comes from what the job's last step
+     has (cosched.ageing.tracker, said as the job's "signal"): its OpenMP
+     region throughput when it completed 8 regions or more (region_progress
+     = yes: regions per second against its own best of late at that width,
+     the CPU share it got times the work it did per CPU second, so memory
+     contention shows too, which CPU time cannot see), else its CPU time
+     (cpu_progress = yes: its CPU per core against its own best of late, so
+     another process on its cores makes it older); with both = no CP = 0
+     too and the age is WT / (n TQ): the K jobs that waited longest run -
+     fair round robin.
   3. Selection: with D the islands of the budget (LLC domains, split by NUMA
      node: cosched.pairing.domains), the K * D oldest ready jobs (K per
      island: one F-LCA module per cache/memory island under one global
@@ -118,8 +123,14 @@ Plan, every epoch:
      sample); a class pair with fewer than `confidence` samples counts as
      1.5, above any folded speed, so untried pairs are tried.  Pair
      completion then takes the oldest unselected job of any class.
-     Without counters (or characterize = no) nothing is learned and every
-     pair is untried: the pairing is by age order only.
+     A job with no IPC_standalone (no counters, or characterize = no) has
+     no class but a hint, and one class N for all unhinted jobs would make
+     every pair alike: its estimates are kept per partner job instead
+     (est[its id][partner's id or class]), learned from its Progress by
+     regions (its speed against its own best at that width) - the pairs
+     its region throughput says it runs best beside.  Such a job without
+     enough regions learns nothing, and where no job has them every pair
+     stays untried: the pairing is by age order only.
   Round durations (round_time = age): when every ready job is selected
      (n = K) the rounds' durations are proportional to their jobs' mean
      age, within 0.5-1.5 of the even share (the epoch's length kept); the
@@ -190,8 +201,10 @@ Parameters (--policy-opt key=value):
   holes = any        cores no compatible job fills go to any waiting job; compatible: they stay idle
   threads = used     cores from the threads a job keeps busy; declared: job.threads
   round_time = equal at n = K: equal rounds; age: in proportion to the rounds' ages
+  region_progress = yes  without counters, CP from OpenMP region throughput where the last step
+                     completed 8 or more regions (cosched.ageing.tracker); no: CPU time only
   cpu_progress = yes without counters, CP from CPU time (cosched.ageing.tracker): a job's CPU per
-                     core held against its own recent best; no: CP = 0 without counters
+                     core held against its own recent best; no: CP = 0 without counters (or regions)
   halves = alternate the member of a pair that had the second half of its group last time gets the
                      first (halves differ on a real node: another process on one core, SMT
                      siblings); fixed: the older member on the first half
@@ -202,6 +215,7 @@ Parameters (--policy-opt key=value):
                      BENCHMARKS.md section 8c)
   pairing = lca      lca: Algorithm 1; measured: the pairs of the selected jobs that maximise the sum of
                      their measured speeds beside each other (pairing.match), learned per class pair
+                     (per job pair for jobs with no IPC_standalone: "Measured pairing" above)
   confidence = 3     pairing = measured: samples before a class pair's estimate is trusted
   w1 = 1, w2 = 1, w3 = 1   age weights (w1 > 0, w2, w3 >= 0; the paper's w3 is 2: see above)
   pair_quanta = 2    quanta per round holding a pair (integer >= 1)
@@ -226,22 +240,48 @@ local complete, depart_fill, holes_any, round_age, used_threads, lone_any, alter
 -- the half each job of a pair got in its last pair round: 1 or 2 (halves = alternate)
 local half_of = {}
 -- pairing = measured: est[a][b] = { v =, n = }: a class-a job's speed beside
--- a class-b job (IPC_last / IPC_standalone), smoothed; partner[id] = the
--- partner the last plan gave the job (false: alone)
-local measured, confidence, est, partner
+-- a class-b job (IPC_last / IPC_standalone), smoothed; a job with no
+-- IPC_standalone is keyed by its id instead of its class (key_of);
+-- partner[id] = the partner the last plan gave the job (false: alone);
+-- by_id[id] = true: some estimate is kept under that id
+local measured, confidence, est, partner, by_id
 local OPTIMISTIC = 1.5                  -- an untried pair's value: above any folded speed, so it is tried
 local ALPHA = 0.3                       -- weight of a new sample
 
-local function learn(ctx)
+-- the key of a job's estimates: its class when it was characterized (it has
+-- IPC_standalone), else its id - without counters a class is at most a
+-- hint, and its speeds come from its own region count, which should move
+-- no other job's estimates
+local function key_of(e, id)
+  if e.ipc_standalone then return e.class end
+  return id
+end
+
+local function learn(snap, ctx)
   for id, rel in pairs(tr.fresh) do
     local other = partner[id]
     local a, b = ctx.info[id], other and ctx.info[other]
     if a and b and rel == rel and rel >= 0 and rel < 4 then
-      local row = est[a.class] or {}
-      est[a.class] = row
-      local e = row[b.class]
-      if not e then row[b.class] = { v = rel, n = 1 }
+      local ka, kb = key_of(a, id), key_of(b, other)
+      local row = est[ka] or {}
+      est[ka] = row
+      local e = row[kb]
+      if not e then row[kb] = { v = rel, n = 1 }
       else e.v, e.n = e.v + ALPHA * (rel - e.v), e.n + 1 end
+      if ka == id then by_id[id] = true end
+      if kb == other then by_id[other] = true end
+    end
+  end
+  -- forget the estimates kept under the id of a job that left
+  local live, gone = {}, nil
+  for _, job in ipairs(snap.jobs) do live[job.id] = true end
+  for id in pairs(by_id) do
+    if not live[id] then gone = gone or {}; gone[#gone + 1] = id end
+  end
+  if gone then
+    for _, id in ipairs(gone) do est[id], by_id[id] = nil, nil end
+    for _, row in pairs(est) do
+      for _, id in ipairs(gone) do row[id] = nil end
     end
   end
 end
@@ -252,8 +292,11 @@ local function value(a, b)
   return e.v
 end
 
+-- the entries' keys for this plan (key_of), set before pairing
+local keys = {}
 local function pair_score(x, y)
-  return value(x.class, y.class) + value(y.class, x.class)
+  local kx, ky = keys[x.id], keys[y.id]
+  return value(kx, ky) + value(ky, kx)
 end
 -- the epoch in progress: { t0 = snap.now of its plan, rounds = { { units =,
 -- gang =, dur = }, ... } } (step 6); nil when none may be continued
@@ -338,8 +381,9 @@ return {
     lone = { default = "any", help = "any: an S job left without a compatible partner takes the oldest job alone or unselected, of any class; alone: it runs alone" },
     departures = { default = "fill", help = "fill: a job leaving mid-epoch leaves its cores to the oldest compatible waiting job; keep: to its partner" },
     holes = { default = "any", help = "any: cores no compatible job fills go to any waiting job; compatible: they stay idle (LCA's rule first)" },
-    pairing = { default = "lca", help = "lca: paper 001's Algorithm 1; measured: pairs that maximise the jobs' measured speed beside each other, learned per class pair (untried pairs tried first)" },
+    pairing = { default = "lca", help = "lca: paper 001's Algorithm 1; measured: pairs that maximise the jobs' measured speed beside each other, learned per class pair, or per job where there is no IPC reference (untried pairs tried first)" },
     confidence = { default = 3, help = "pairing = measured: samples of a class pair before its estimate is trusted" },
+    region_progress = { default = "yes", help = "yes: without counters, CP from the job's OpenMP region throughput (regions per second against its own best of late) where its last step completed 8 or more regions, else from CPU time; no: CPU time only" },
     cpu_progress = { default = "yes", help = "yes: without counters, CP from CPU time, a job's CPU per core held against its own best of late (another process on its cores slows it); no: CP = 0 without counters" },
     halves = { default = "alternate", help = "alternate: a pair's member that had the second half of its cores last time gets the first; fixed: the older member first" },
     round_time = { default = "equal", help = "at n = K (every job selected): equal rounds, or age: round durations in proportion to the rounds' ages" },
@@ -386,7 +430,7 @@ return {
       end
       return v == a
     end
-    tr = ageing.tracker(params.cp_ref, choice("cpu_progress", "yes", "no"))
+    tr = ageing.tracker(params.cp_ref, choice("cpu_progress", "yes", "no"), choice("region_progress", "yes", "no"))
     complete = choice("complete", "yes", "no")
     lone_any = choice("lone", "any", "alone")
     depart_fill = choice("departures", "fill", "keep")
@@ -397,13 +441,17 @@ return {
     used_threads = choice("threads", "used", "declared") and ageing.busy_threads() or nil
     measured = choice("pairing", "measured", "lca")
     confidence = number(params, "confidence", 1)
-    est, partner = {}, {}
+    est, partner, by_id = {}, {}, {}
   end,
 
   plan = function(snap)
     local ctx = src:begin(snap)
     tr:observe(snap, ctx.info)
-    if measured then learn(ctx) end
+    if measured then
+      learn(snap, ctx)
+      keys = {}
+      for _, job in ipairs(ctx.ready) do keys[job.id] = key_of(ctx.info[job.id], job.id) end
+    end
     if used_threads then used_threads:observe(snap) end
     local n, tq = #snap.jobs, snap.quantum
     local entries = pool:entries(snap, ctx, tr, W, true)

@@ -2,7 +2,9 @@
 --
 --   local fake = require "fakenode"          (package.path must include tests/lua/)
 --   local node = fake.node { cores = 8, llcs = 2, quantum = 0.1 }
---   node:add { class = "S", threads = 8 }    -- a job; id 1, 2, ... in order
+--   node:add { class = "S", threads = 8 }    -- a job; id 1, 2, ... in order; regions =
+--                                            -- function(other ids in the step) -> its
+--                                            -- OpenMP regions per second (last.regions)
 --   local snap = node:snapshot(params)       -- read-only proxies, as the engine's
 --   local ok, err = fake.validate(snap, plan)   -- the engine's plan checks
 --   node:run(plan)                           -- "run" the steps: waited, quanta, last
@@ -84,7 +86,7 @@ function Node:add(spec)
               class = spec.class, priority = 0, runs = 0, waited = 0.0, quanta_run = 0,
               quanta_frozen = 0, cpu_time = 0, frozen = false, cpus = self.topo.cpus,
               ipc = spec.ipc or 1.0, last_end = self.now, busy = spec.busy, team = spec.team,
-              shim = spec.shim }
+              shim = spec.shim, regions = spec.regions }
   self.jobs[#self.jobs + 1] = j
   self.runs[id] = {}
   return id
@@ -169,6 +171,13 @@ function Node:run(plan, epoch_hook)
         if j.shim then j.team = math.min(j.threads, n, j.busy or math.huge) end  -- the shim: teams follow the cores
         j.last = { wall = d, cpu = busy * d, ncpus = n, counted = self.counters and true or false,
                    metrics = self.counters and { ipc = j.ipc } or nil }
+        if j.regions then                   -- OpenMP regions completed per second beside the others
+          local others = {}
+          for _, e in ipairs(step.jobs) do
+            if e.id ~= j.id then others[#others + 1] = e.id end
+          end
+          j.last.regions = math.floor(j.regions(others) * d + 0.5)
+        end
         j.waited = 0
         j.last_end = self.now + d
       else

@@ -561,6 +561,125 @@ check("flca cpu_progress: without counters CP is the CPU a job got per core agai
   return on == "0.00 0.49 0.00 0.08" and sig == "cpu" and off == "0.00 0.00 0.00 0.00" and sig2 == nil
      and sleepy == "0.00 0.00 0.00", on .. " / " .. off .. " / " .. sleepy .. " " .. tostring(sig)
 end)
+-- a tracker fed one job's steps: each { cpu =, regions = [, wall =, ncpus =] }
+-- (ncpus 1, wall 1, threads 2), CPs as "%.2f" joined by spaces and the last signal
+local function region_steps(opts, steps, ref)
+  local tr, out = ageing.tracker(ref or "nearest", opts.cpu, opts.regions), {}
+  for k, st in ipairs(steps) do
+    tr:observe({ jobs = { { id = 1, threads = 2, quanta_run = k,
+      last = { ncpus = st.ncpus or 1, counted = false, wall = st.wall or 1, cpu = st.cpu, regions = st.regions } } } }, {})
+    out[k] = ("%.2f"):format(tr:cp(1))
+  end
+  return table.concat(out, " "), tr.signal[1], tr
+end
+check("regions signal: without counters, CP from regions per second against the job's best of late, chosen over cpu", function()
+  -- a triad on a whole core: 44.5 regions/s beside a compute kernel, 35 beside
+  -- another stream (BENCHMARKS.md 12a); CPU time is the same, so cpu sees nothing
+  local st = { { cpu = 1, regions = 44.5 }, { cpu = 1, regions = 35 }, { cpu = 1, regions = 44 } }
+  local on, sig = region_steps({ cpu = true, regions = true }, st)
+  local off, sig2 = region_steps({ cpu = true, regions = false }, st)
+  -- another process on its core: half the CPU, half the regions (passive waits)
+  local shared = region_steps({ cpu = true, regions = true }, { { cpu = 1, regions = 40 }, { cpu = 0.5, regions = 20 } })
+  return on == "0.00 0.20 0.00" and sig == "regions" and off == "0.00 0.00 0.00" and sig2 == "cpu"
+     and shared == "0.00 0.49", on .. " " .. tostring(sig) .. " / " .. off .. " " .. tostring(sig2) .. " / " .. shared
+end)
+check("regions signal: the best is kept per width (nearest), across widths with standalone", function()
+  -- folded on 1 core 30 regions/s, then on 2 cores 40/s (less than twice: memory-bound),
+  -- then folded again at 30/s: no contention at either width; standalone: the folded steps
+  -- are below its best at any width (the folding loss, as IPC_last / IPC_standalone)
+  local st = { { cpu = 1, regions = 30 }, { cpu = 2, ncpus = 2, regions = 40 }, { cpu = 1, regions = 30 } }
+  local nearest = region_steps({ regions = true }, st)
+  local standalone = region_steps({ regions = true }, st, "standalone")
+  return nearest == "0.00 0.00 0.00" and standalone == "0.00 0.00 0.23", nearest .. " / " .. standalone
+end)
+check("regions signal: fewer than 8 regions in a step say nothing: CP from cpu, and the next enough step from regions again", function()
+  local got, sig = region_steps({ cpu = true, regions = true },
+    { { cpu = 1, regions = 40 }, { cpu = 0.5, regions = 7 }, { cpu = 1, regions = 3 } })
+  local back, sig2 = region_steps({ cpu = true, regions = true },
+    { { cpu = 1, regions = 40 }, { cpu = 0.5, regions = 7 }, { cpu = 1, regions = 30 } })
+  -- a step 0.1 s long with 4 regions (40/s): too short to count
+  local short, sig3 = region_steps({ cpu = true, regions = true }, { { cpu = 0.1, wall = 0.1, regions = 4 } })
+  return got == "0.00 0.49 0.00" and sig == "cpu" and back == "0.00 0.49 0.23" and sig2 == "regions"
+     and sig3 == "cpu", got .. " " .. tostring(sig) .. " / " .. back .. " " .. tostring(sig2) .. " / " .. tostring(sig3)
+end)
+check("regions signal: ipc is preferred to regions and cpu", function()
+  local info = { [1] = { ipc_standalone = 2 } }
+  local tr = ageing.tracker("nearest", true, true)
+  tr:observe({ jobs = { { id = 1, threads = 2, quanta_run = 1,
+    last = { ncpus = 2, counted = true, metrics = { ipc = 0.75 }, wall = 1, cpu = 2, regions = 100 } } } }, info)
+  -- job IPC 0.75 x 2 busy = 1.5 against 2: CP 0.25 from ipc; regions not used, nor learnt from
+  return tr.signal[1] == "ipc" and near(tr:cp(1), 0.25) and near(tr.fresh[1], 0.75),
+    tostring(tr.signal[1]) .. " " .. tr:cp(1) .. " " .. tostring(tr.fresh[1])
+end)
+check("regions signal: absurd counts fall back to cpu; a job's count moves its own CP only", function()
+  local function run(lie)
+    local tr = ageing.tracker("nearest", true, true)
+    for k = 1, 4 do
+      local r2 = k == 1 and 40 or lie[k - 1]
+      tr:observe({ jobs = {
+        { id = 1, threads = 1, quanta_run = k, last = { ncpus = 1, wall = 1, cpu = 1, regions = k == 3 and 30 or 40 } },
+        { id = 2, threads = 1, quanta_run = k, last = { ncpus = 1, wall = 1, cpu = k == 2 and 0.5 or 1, regions = r2 } },
+      } }, {})
+    end
+    return tr
+  end
+  local honest = run { 40, 40, 40 }
+  for _, lie in ipairs { { -5, 0 / 0, "many" }, { 1e12, math.huge, -math.huge }, { 1e300, 2 ^ 62, {} } } do
+    local tr = run(lie)
+    if tr.signal[2] ~= "cpu" or not near(tr:cp(2), 0) or not near(tr:cp(1), honest:cp(1)) then
+      return false, ("%s: job 2 %s %s, job 1 %s"):format(tostring(lie[1]), tostring(tr.signal[2]), tr:cp(2), tr:cp(1))
+    end
+  end
+  -- a credible lie: 1e6 regions once, then 40: job 2's CP near 1, job 1's the same as beside an honest job
+  local tr = run { 1e6, 40, 40 }
+  -- regions without CPU time: not believed
+  local _, sig = region_steps({ cpu = true, regions = true }, { { cpu = 0, regions = 100 } })
+  return tr.signal[2] == "regions" and tr:cp(2) > 0.99 and near(tr:cp(1), honest:cp(1)) and honest:cp(1) == 0
+     and sig == nil, tr:cp(2) .. " " .. tr:cp(1) .. " " .. honest:cp(1) .. " " .. tostring(sig)
+end)
+check("flca: the trace's signal says regions for a job whose CP came from them", function()
+  local p, params = load_policy("flca", { characterize = "no" })
+  local node = fake.node { cores = 2 }
+  node:add { threads = 2, regions = function() return 40 end }
+  node:add { threads = 2 }
+  local info
+  for _ = 1, 3 do
+    local snap = node:snapshot(params)
+    local steps, _, i = p.plan(setmetatable({ explain = true }, { __index = snap }))
+    node:run(steps)
+    info = i
+  end
+  return info[1].signal == "regions" and info[2].signal == "cpu",
+    tostring(info[1].signal) .. " " .. tostring(info[2].signal)
+end)
+check("flca pairing = measured: without counters, learnt from region throughput per job: streams beside compute kernels", function()
+  -- jobs 1, 2 stream (350 regions/s beside a stream, 445 beside anything
+  -- else), 3, 4 compute (1000/s whatever): no classes, no counters.  Learnt,
+  -- each stream runs beside a compute kernel; without regions nothing is
+  -- learnt and the pairs follow age order: 1 with 2 every epoch here
+  local function together(region_progress)
+    local p, params = load_policy("flca", { characterize = "no", pairing = "measured",
+                                            region_progress = region_progress, cpu_progress = "no" })
+    local node = fake.node { cores = 8 }
+    local function stream(others)
+      return (others[1] == 1 or others[1] == 2) and 350 or 445
+    end
+    node:add { threads = 8, regions = stream }
+    node:add { threads = 8, regions = stream }
+    node:add { threads = 8, regions = function() return 1000 end }
+    node:add { threads = 8, regions = function() return 1000 end }
+    local n = 0
+    for e = 1, 40 do
+      local _, plan = run_epoch(node, p, params)
+      for _, st in ipairs(plan) do
+        if e > 20 and ids_of(st) == "1,2" then n = n + 1 end
+      end
+    end
+    return n
+  end
+  local on, off = together("yes"), together("no")
+  return on == 0 and off >= 5, on .. " " .. off
+end)
 check("flca: cp_ref takes standalone (the paper) or nearest (the default); any other value is refused", function()
   for _, ref in ipairs { "standalone", "nearest" } do
     local p, params = load_policy("flca", { characterize = "no", cp_ref = ref })
