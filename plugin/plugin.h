@@ -12,13 +12,17 @@
  *
  *   slurmstepd (root)                      task (forked, waits for slurmstepd)
  *   init, --cosched callback(s)
- *   user_init: decide, map the shared page ---- fork ----> task_init_privileged
+ *   user_init: decide, map the shared page,
+ *     make the OpenMP page channel ------- fork ----> task_init_privileged
  *   task_post_fork (per task): register,                    (waits)
  *     start the engine on demand, write
- *     the verdict to the shared page
+ *     the verdict to the shared page, pass
+ *     the step's OpenMP page (from the
+ *     engine's reply) on to the channel
  *   release the tasks  -------------------------------->  task_init: read the
  *                                                          verdict, COSCHED_*
- *                                                          env, one notice line
+ *                                                          env, take the page,
+ *                                                          one notice line
  *   task_exit (per task): deregister                       exec, run, exit
  *   exit
  */

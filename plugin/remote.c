@@ -4,6 +4,25 @@
  * exits, and tell the user in one line when the step runs without
  * co-scheduling.  Nothing here fails a step: every failure ends as "the step
  * runs normally" plus the notice.
+ *
+ * The step's OpenMP page (shared/omppage.h).  Slurm 22.05's slurmstepd
+ * forks every task before the first task_post_fork (mgr.c
+ * _fork_all_tasks), and a forked task waits on a pipe until all of them are
+ * registered; task_init_privileged runs in the task before that wait, so
+ * before the registration that makes the step a cosched job.  Hence: the
+ * page comes with the registration, in task_post_fork (slurmstepd, root),
+ * as a descriptor in the engine's reply (register omp_page=1, proto.h); it
+ * goes on to the task over a socket pair made in user_init, before the
+ * fork, whose other end every task inherits; the task takes it in
+ * task_init, as the user, just before exec, and names it in
+ * COSCHED_OMP_PAGE.  Nothing between task_init and the task's execve
+ * closes descriptors (task.c exec_task), so the page reaches the program.
+ * One message per step: each task peeks at it (MSG_PEEK gives each its own
+ * descriptor and leaves the message for the next), so no count of tasks
+ * meets a socket buffer's limit.  A descriptor that is not a sealed memfd of
+ * the page's name and size is closed; any failure leaves the task without a
+ * page (its shim then re-reads its affinity on the clock), never without
+ * its step.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -17,6 +36,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -26,6 +46,7 @@
 #include "plugin.h"
 #include "shared/proto.h"
 #include "shared/ompinject.h"
+#include "shared/omppage.h"
 
 /* Step ids at and above this are Slurm's special steps (batch 0xfffffffb,
  * extern 0xfffffffc, interactive 0xfffffffa, pending 0xfffffffd): never
@@ -57,6 +78,8 @@ static struct {
     int quiet_engine;          /* a deregistration went unanswered: the others are not waited for */
     int nreg;
     pid_t reg[MAX_TASKS];      /* registered task pids */
+    int chan[2];               /* the OpenMP page to the tasks: slurmstepd sends on [0], a task reads [1] (-1: none) */
+    int page;                  /* the page: 0 not yet passed on, 1 passed on, -1 given up (a bad one) */
 } st;
 
 static double now_ms(void)
@@ -118,6 +141,7 @@ int cs_remote_option(const char *optarg)
 int cs_remote_init(spank_t sp)
 {
     memset(&st, 0, sizeof st);
+    st.chan[0] = st.chan[1] = -1;
     if (spank_get_item(sp, S_JOB_ID, &st.job) != ESPANK_SUCCESS ||
         spank_get_item(sp, S_JOB_STEPID, &st.step) != ESPANK_SUCCESS)
         st.skip = 1;
@@ -149,6 +173,11 @@ int cs_remote_user_init(spank_t sp)
     snprintf(st.sh->policy, sizeof st.sh->policy, "%s", cs_g.req.off ? "off" : st.policy);
     if (cs_g.req_bad)
         fail("%s", cs_g.req_err);
+    else if (st.cosched && cs_g.conf.omp_shim[0] && !cs_g.req.omp_shim_off &&
+             socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, st.chan) < 0) {
+        slurm_debug("cosched: step %u.%u: socketpair: %s; no OpenMP page", st.job, st.step, strerror(errno));
+        st.chan[0] = st.chan[1] = -1;
+    }
     return 0;
 }
 
@@ -311,8 +340,9 @@ static int start_engine(char *why, size_t whylen)
 }
 
 /* One request to the engine within the step's budget; starts the engine on
- * demand.  0 with the reply, -1 with why. */
-static int call(const char *req, char *reply, size_t len, char *why, size_t whylen)
+ * demand.  0 with the reply (and in *fdp the descriptor it carried, -1:
+ * none), -1 with why. */
+static int call(const char *req, char *reply, size_t len, int *fdp, char *why, size_t whylen)
 {
     int started = 0;
 
@@ -320,7 +350,7 @@ static int call(const char *req, char *reply, size_t len, char *why, size_t whyl
         double left = st.deadline - now_ms();
         if (left < 50)
             left = 50;
-        if (cs_proto_call(cs_g.conf.socket, req, reply, len, (int)left, why, whylen) == 0)
+        if (cs_proto_call_fd(cs_g.conf.socket, req, reply, len, (int)left, fdp, why, whylen) == 0)
             return 0;
         if (errno != ENOENT && errno != ECONNREFUSED)
             return -1;
@@ -405,16 +435,76 @@ static int slurm_paths(char *scontrol, size_t slen, char *conf, size_t clen)
     return 0;
 }
 
+/* Is fd the engine's OpenMP page: a memfd of its name and size, sealed so
+ * that it can neither shrink nor grow (engine/omppage.c)?  What a reply
+ * carries is checked as any other part of it. */
+static int page_ok(int fd)
+{
+    static const char name[] = "/memfd:" CS_OMPPAGE_NAME;
+    char path[64], link[128];
+    struct stat sb;
+    ssize_t n;
+    int seals;
+
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    if ((n = readlink(path, link, sizeof link - 1)) <= 0)
+        return 0;
+    link[n] = '\0';
+    if (strncmp(link, name, sizeof name - 1) != 0 ||
+        (link[sizeof name - 1] != '\0' && strcmp(link + sizeof name - 1, " (deleted)") != 0))
+        return 0;
+    if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode) || sb.st_size != CS_OMPPAGE_SIZE)
+        return 0;
+    seals = fcntl(fd, F_GET_SEALS);
+    return seals >= 0 && (seals & (F_SEAL_SHRINK | F_SEAL_GROW)) == (F_SEAL_SHRINK | F_SEAL_GROW);
+}
+
+/* slurmstepd: the descriptor that came with a task's registration (fd, -1:
+ * none), if it is the page the reply announced, goes on to the tasks (the
+ * one message of the channel, which slurmstepd then closes); closed here in
+ * any case. */
+static void page_forward(int fd, const char *reply)
+{
+    char said[8];
+
+    if (fd < 0)
+        return;
+    reply_get(reply, "omp_page", said, sizeof said);
+    if (strcmp(said, "1") != 0 || !page_ok(fd)) {
+        st.page = -1;
+        slurm_info("cosched: step %u.%u: the engine's reply carried a descriptor that is not an OpenMP page: "
+                   "closed, the step's tasks run without one", st.job, st.step);
+    } else if (cs_proto_send_fd(st.chan[0], "p", 1, fd) == 1) {
+        st.page = 1;
+    } else {
+        st.page = -1;
+        slurm_debug("cosched: step %u.%u: OpenMP page not passed on: %s", st.job, st.step, strerror(errno));
+    }
+    close(fd);
+    if (st.page != 0) {
+        close(st.chan[0]);
+        st.chan[0] = -1;
+    }
+}
+
+static int shim_preload(spank_t sp, char *pre, size_t len);
+
 int cs_remote_task_post_fork(spank_t sp)
 {
     char req[CS_PROTO_MAX], reply[1024], why[448], name[80], cores[256] = "";
-    char scontrol[CS_PATH_MAX], conf[CS_PATH_MAX];
+    char scontrol[CS_PATH_MAX], conf[CS_PATH_MAX], pre[8192];
     char *alloc = NULL;
     uint32_t uid = 0, gtid = 0, ntasks = 0, nnodes = 0;
     uint16_t cpt = 0;
     pid_t pid = 0;
-    int ok;
+    int ok, want_page, page = -1;
 
+    /* every task is forked before the first task_post_fork: slurmstepd
+     * needs no copy of the tasks' end of the page channel */
+    if (st.chan[1] >= 0) {
+        close(st.chan[1]);
+        st.chan[1] = -1;
+    }
     if (st.skip || !st.cosched || st.sh == NULL || st.failed)
         return 0;
     if (st.deadline == 0)
@@ -438,6 +528,9 @@ int cs_remote_task_post_fork(spank_t sp)
     if (spank_get_item(sp, S_STEP_ALLOC_CORES, &alloc) == ESPANK_SUCCESS && alloc != NULL)
         snprintf(cores, sizeof cores, "%s", alloc);
     step_name(sp, name, sizeof name);
+    /* the step has no page yet and this task will get the shim (task_init
+     * decides so on the same facts) */
+    want_page = st.chan[0] >= 0 && st.page == 0 && shim_preload(sp, pre, sizeof pre);
 
     ok = cs_req_init(req, sizeof req, "register") == 0 &&
          cs_req_add(req, sizeof req, "job", "%u", st.job) == 0 &&
@@ -453,7 +546,8 @@ int cs_remote_task_post_fork(spank_t sp)
          (cores[0] == '\0' || cs_req_add(req, sizeof req, "cores", "%s", cores) == 0) &&
          (!cs_g.req.has_priority || cs_req_add(req, sizeof req, "priority", "%ld", cs_g.req.priority) == 0) &&
          (!cs_g.req.cls || cs_req_add(req, sizeof req, "class", "%c", cs_g.req.cls) == 0) &&
-         cs_req_add(req, sizeof req, "extend", "%d", cs_g.conf.extend_time) == 0;
+         cs_req_add(req, sizeof req, "extend", "%d", cs_g.conf.extend_time) == 0 &&
+         (!want_page || cs_req_add(req, sizeof req, "omp_page", "1") == 0);
     /* where this Slurm's scontrol and slurm.conf are, for the engine's time
      * given back (a value that is not a protocol value is left out) */
     if (ok && slurm_paths(scontrol, sizeof scontrol, conf, sizeof conf) == 0) {
@@ -471,15 +565,18 @@ int cs_remote_task_post_fork(spank_t sp)
         fail("Slurm did not give the step's cores");
         return 0;
     }
-    if (call(req, reply, sizeof reply, why, sizeof why) < 0) {
+    if (call(req, reply, sizeof reply, &page, why, sizeof why) < 0) {
         fail("%s", why);
         return 0;
     }
     if (strncmp(reply, "OK", 2) != 0) {
+        if (page >= 0)
+            close(page);
         reply[strcspn(reply, "\n")] = '\0';
         fail("the engine refused: %s", strncmp(reply, "ERR ", 4) == 0 ? reply + 4 : reply);
         return 0;
     }
+    page_forward(page, reply);
     if (st.nreg < MAX_TASKS)
         st.reg[st.nreg++] = pid;
     if (st.sh->id[0] == '\0') {
@@ -515,12 +612,15 @@ static const char *task_getenv(const char *name, void *arg)
     return rc == ESPANK_ENV_NOEXIST ? NULL : "?";
 }
 
-/* Put libcosched-omp.so first in the task's LD_PRELOAD when it can apply
- * (cosched-spank(8) ENVIRONMENT); 1 if it did, 0: the task waits passively. */
-static int omp_shim_task(spank_t sp)
+/* The LD_PRELOAD that puts libcosched-omp.so first for a task of this step
+ * when the shim can apply (cosched-spank(8) ENVIRONMENT): 1 with it in pre,
+ * 0 (the task waits passively).  The same answer in slurmstepd (register:
+ * does the task want the page?) as in the task (task_init): the step's
+ * environment and program, and the engine's shares_cpus. */
+static int shim_preload(spank_t sp, char *pre, size_t len)
 {
     struct task_env t = { .sp = sp };
-    char exe[PATH_MAX], path[4096], old[4096], pre[8192];
+    char exe[PATH_MAX], path[4096], old[4096];
     const char *shim = cs_g.conf.omp_shim;
     char **argv = NULL;
     int argc = 0;
@@ -538,9 +638,34 @@ static int omp_shim_task(spank_t sp)
     rc = spank_getenv(sp, "LD_PRELOAD", old, sizeof old);
     if (rc != ESPANK_SUCCESS && rc != ESPANK_ENV_NOEXIST)
         return 0;
-    if (!cs_preload_value(shim, rc == ESPANK_SUCCESS ? old : NULL, pre, sizeof pre))
-        return 0;
-    return spank_setenv(sp, "LD_PRELOAD", pre, 1) == ESPANK_SUCCESS;
+    return cs_preload_value(shim, rc == ESPANK_SUCCESS ? old : NULL, pre, len) != NULL;
+}
+
+/* Put libcosched-omp.so first in the task's LD_PRELOAD when it can apply;
+ * 1 if it did, 0: the task waits passively. */
+static int omp_shim_task(spank_t sp)
+{
+    char pre[8192];
+
+    return shim_preload(sp, pre, sizeof pre) && spank_setenv(sp, "LD_PRELOAD", pre, 1) == ESPANK_SUCCESS;
+}
+
+/* In the task, which got the shim: the page slurmstepd passed on (peeked
+ * at: the message stays for the other tasks), kept open across exec and
+ * named in COSCHED_OMP_PAGE for the shim.  Without one, no
+ * COSCHED_OMP_PAGE. */
+static void omp_page_task(spank_t sp)
+{
+    char b[16];
+    int fd = -1;
+
+    if (st.chan[1] >= 0 && cs_proto_recv_fd(st.chan[1], b, sizeof b, MSG_DONTWAIT | MSG_PEEK, &fd) > 0 &&
+        fd >= 0 && fcntl(fd, F_SETFD, 0) == 0 && snprintf(b, sizeof b, "%d", fd) > 0 &&
+        spank_setenv(sp, CS_OMPPAGE_ENV, b, 1) == ESPANK_SUCCESS)
+        return;
+    if (fd >= 0)
+        close(fd);
+    spank_unsetenv(sp, CS_OMPPAGE_ENV);
 }
 
 /* In the task, as the user, before exec. */
@@ -562,12 +687,19 @@ int cs_remote_task_init(spank_t sp)
          * the shim sizes teams to the cores; where it cannot, wait passively */
         if (!omp_shim_task(sp))
             spank_setenv(sp, "OMP_WAIT_POLICY", "passive", 0);
+        else
+            omp_page_task(sp);
     } else if (state == V_FAILED && local == 0) {
         int n = snprintf(buf, sizeof buf, "cosched: step %u.%u runs without co-scheduling: %s\n", st.job,
                          st.step, st.sh->why);
         if (n > 0)
             (void)!write(STDERR_FILENO, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
     }
+    for (int i = 0; i < 2; i++)
+        if (st.chan[i] >= 0) {
+            close(st.chan[i]);
+            st.chan[i] = -1;
+        }
     return 0;
 }
 

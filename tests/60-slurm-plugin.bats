@@ -342,6 +342,17 @@ EOF
         sr -n1 --cosched=gang "$PROGS/showenv_static" LD_PRELOAD OMP_WAIT_POLICY
         assert_equal "$out" "LD_PRELOAD unset"$'\n'"OMP_WAIT_POLICY=passive" "a static program"
     fi
+    # no page from this engine: none in the environment, none among the task's descriptors
+    COSCHED_OMP_PAGE=3 sr -n1 --cosched=gang sh -c 'echo "${COSCHED_OMP_PAGE-none}"; ls -l /proc/self/fd/ | grep -c memfd:; exit 0'
+    assert_equal "$out" "none"$'\n'"0" "the page without one"
+    # a descriptor that is not the engine's page (unsealed) is closed: the task runs with the shim, no page
+    kill "$STUB" && wait "$STUB" 2>/dev/null || true
+    stub BADPAGE
+    sr -n1 --cosched=gang sh -c "$show"' ${COSCHED_OMP_PAGE-none}; ls -l /proc/self/fd/ | grep -c memfd:; exit 0'
+    [ "$rc" -eq 0 ]
+    assert_equal "$err" "" "stderr"
+    assert_equal "$out" "p=$shim w=unset none"$'\n'"0" "a task given a bad page"
+    grep "not an OpenMP page" "$SLURM_DIR/log/slurmd.log"
     # an engine whose policy runs steps on the same CPUs (linux) says so: passive
     kill "$STUB" && wait "$STUB" 2>/dev/null || true
     stub "OK id=1 policy=linux shares_cpus=1"

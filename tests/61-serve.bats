@@ -528,6 +528,7 @@ other_runs() {
         "COSCHED/1 register job=9 step=0 uid=0 cores=0"          "register: key 'pid' missing"
         "COSCHED/1 register step=0 uid=0 pid=$a cores=0"         "register: key 'job' missing"
         "COSCHED/1 register job=9 step=0 uid=0 pid=$a"           "register: key 'cores' missing"
+        "COSCHED/1 register job=9 step=0 uid=0 pid=$a cores=0 omp_page=2"  "key 'omp_page': expected an integer in [0, 1], got '2'"
         "COSCHED/1 deregister job=7 step=0"                      "deregister: key 'pid' missing"
         "COSCHED/1 ping a=1 b=2 c=3 d=4 e=5 f=6 g=7 h=8 i=9 j=1 k=1 l=1 m=1 n=1 o=1 p=1 q=1 r=1 s=1 t=1 u=1 v=1 w=1 x=1 y=1"  "more than 24 keys"
     )

@@ -304,3 +304,68 @@ assert a["job_given_s"] >= 60 and b["job_given_s"] == 0, (a, b)
     if grep -q "DUE TO TIME LIMIT" a.err; then false; fi
     slurm_node_ok
 }
+
+# page_of P: "N INODE" of task P's OpenMP page - the number its environment
+# names in COSCHED_OMP_PAGE and the inode of what that descriptor is, when it
+# is the engine's memfd (the kernel's view: /proc/P/environ and /proc/P/fd/N)
+page_of() {
+    local n
+    n=$(tr '\0' '\n' < "/proc/$1/environ" 2>/dev/null | sed -n 's/^COSCHED_OMP_PAGE=//p')
+    [ -n "$n" ] && [[ $(readlink "/proc/$1/fd/$n" 2>/dev/null) == /memfd:cosched-omp-page* ]] &&
+        echo "$n $(stat -L -c %i "/proc/$1/fd/$n")"
+}
+
+@test "OpenMP page: a step's tasks share the engine's page (environ and fd table), whose generation moves with the step's cpus; the engine traces team and regions" {
+    [ "$(nproc)" -ge 2 ] || skip "needs 2 cpus"
+    requires python3
+    local shim=$COSCHED_BUILDDIR/launcher/omp/libcosched-omp.so s p pages
+    [ -f "$shim" ] || { echo "$shim is not built"; return 1; }
+    unset LD_PRELOAD OMP_WAIT_POLICY COSCHED_OMP OMP_DYNAMIC OMP_PROC_BIND OMP_PLACES KMP_AFFINITY OMP_NUM_THREADS
+    slurm_plugstack start=none omp_shim="$shim"
+    slurm_engine_start --quantum 200ms --trace "$PWD/trace.jsonl"
+    # two steps of two tasks each under tft: folded onto one cpu each, so their cpus change
+    salloc -n2 -c1 --cosched=tft bash -c "
+        srun --overlap -n2 -c1 '$PROGS/ompshim' -l 8 > step0.out 2> step0.err &
+        sleep 0.3
+        srun --overlap -n2 -c1 '$PROGS/ompshim' -l 8 > step1.out 2> step1.err &
+        wait" > salloc.out 2> salloc.err &
+    BG=$!
+    wait_for 20 '[ -n "$(squeue -h -o %i)" ]'
+    JOB=$(squeue -h -o %i | head -1)
+    for s in 0 1; do
+        wait_for 20 '[ "$(task_pids $JOB '$s' | wc -w)" = 2 ] && for p in $(task_pids $JOB '$s'); do page_of $p > /dev/null || exit 1; done'
+        pages=$(for p in $(task_pids "$JOB" "$s"); do page_of "$p"; done)
+        echo "step $s: pages (fd inode) of its tasks: $(echo $pages)"
+        assert_equal "$(awk '{print $2}' <<< "$pages" | sort -u | wc -l)" 1 "pages of step $s's two tasks"
+        eval "ino$s=$(awk 'NR == 1 {print $2}' <<< "$pages")"
+        read -r p < <(task_pids "$JOB" "$s")
+        eval "pid$s=$p fd$s=$(awk 'NR == 1 {print $1}' <<< "$pages")"
+    done
+    [ "$ino0" != "$ino1" ] || { echo "both steps have page $ino0"; return 1; }
+    # the engine bumped the generation (struct cs_omppage: gen at offset 16; 1 at the start) when tft folded the step
+    wait_for 20 '[ "$(od -An -t u8 -j 16 -N 8 /proc/$pid0/fd/$fd0 | tr -d " ")" -gt 1 ]'
+    wait "$BG"; BG=
+    cat step0.out step1.out step0.err step1.err salloc.err
+    for s in 0 1; do
+        assert_equal "$(grep -c ' ok$' step$s.out)" 2 "step $s's tasks' own checks"
+        # the engine's word: each step's team is one the tasks ran (their "teams: T=N ..."), and its
+        # regions counted step by step (at least two steps with some), never more than the tasks ran
+        local teams ran seen
+        teams=$(grep -o ' [0-9]*=[1-9][0-9]*' step$s.out | grep -v regions | cut -d= -f1 | tr -d ' ' | sort -un | tr '\n' ' ')
+        ran=$(grep -o 'regions=[0-9]*' step$s.out | cut -d= -f2 | awk '{r += $1} END {print r}')
+        seen=$(python3 -c 'import json, sys
+for line in open(sys.argv[1]):
+    d = json.loads(line)
+    for j in d["jobs"] if d.get("type") == "step" else []:
+        if j["name"] == sys.argv[2] and j.get("omp_team", 0) > 0:
+            print(j["omp_team"], j["omp_regions"])' trace.jsonl "$JOB.$s")
+        echo "step $s: the tasks ran teams $teams and $ran regions; the engine's (team regions) per step:" $seen
+        [ -n "$seen" ]
+        for t in $(awk '{print $1}' <<< "$seen" | sort -u); do
+            [[ " $teams" == *" $t "* ]] || { echo "team $t: not one the tasks ran"; return 1; }
+        done
+        [ "$(awk '$2 > 0' <<< "$seen" | wc -l)" -ge 2 ]
+        [ "$(awk '{r += $2} END {print r}' <<< "$seen")" -le "$ran" ]
+    done
+    slurm_node_ok
+}

@@ -476,11 +476,19 @@ void cs_engine_drop(struct cs_engine *e, struct cs_job *j, const char *why)
     trace_job_event(e, j, "end", 0);
     e->cnt->job_release(e, j);
     e->ctl->job_release(e, j);
+    cs_omppage_close(j);
     j->frozen = 0;
     j->pid = 0;
     j->state = CS_JOB_ENDED;
     j->t_end = cs_now();
     cs_info("job %d (%s) left the node engine: %s", j->id, j->name, why);
+}
+
+int cs_engine_omp_page(struct cs_engine *e, struct cs_job *j)
+{
+    if (j->state != CS_JOB_LIVE || cs_policy_shares_cpus(e->policy) || cs_omppage_open(j) < 0)
+        return -1;
+    return fcntl(cs_omppage_fd(j), F_DUPFD_CLOEXEC, 3);
 }
 
 /* ------------------------------------------------------------ plans */

@@ -14,9 +14,17 @@
  * adopt: j (id, name, threads, allowed filled; ctl/cnt state empty) becomes a
  *   live job whose first task is pid: prepared, attached, confined to its
  *   allowed cores and frozen (unless nofreeze) until the plan runs it.
- * drop: j's tasks are gone: counters and container released, state ENDED. */
+ * drop: j's tasks are gone: counters, container and OpenMP page released,
+ *   state ENDED. */
 int cs_engine_adopt(struct cs_engine *e, struct cs_job *j, pid_t pid);
 void cs_engine_drop(struct cs_engine *e, struct cs_job *j, const char *why);
+/* omp_page: a new descriptor (close-on-exec, the caller's to close) of live
+ *   job j's OpenMP page (shared/omppage.h), the page made at the first call;
+ *   -1 when the policy runs jobs on the same cpus (no shim there) or no page
+ *   could be made (a warning).  The engine owns the page: it bumps its
+ *   generation with every change of j's cpus (do_switch, as for its own
+ *   jobs), reads team and regions back each step, and closes it at drop. */
+int cs_engine_omp_page(struct cs_engine *e, struct cs_job *j);
 /* The cores a job lives on when no plan says otherwise. */
 hwloc_const_bitmap_t cs_job_home(const struct cs_engine *e, const struct cs_job *j);
 

@@ -54,6 +54,12 @@ int cs_omppage_open(struct cs_job *j)
     return 0;
 }
 
+int cs_omppage_fd(const struct cs_job *j)
+{
+    const struct omppage *o = j->omp;
+    return o ? o->fd : -1;
+}
+
 void cs_omppage_close(struct cs_job *j)
 {
     struct omppage *o = j->omp;

@@ -1,7 +1,9 @@
 /*
  * engine/omppage.h - the engine's side of a job's OpenMP page
  * (shared/omppage.h says what is in it; omp/cosched-omp.c is the other
- * side).  Used by engine.c only.
+ * side).  Used by engine.c only: `cosched run` passes the page to the jobs
+ * it forks (cs_omppage_exec), the node engine hands it to the Slurm plugin
+ * (cs_engine_omp_page, engine.h).
  */
 #ifndef COSCHED_ENGINE_OMPPAGE_H
 #define COSCHED_ENGINE_OMPPAGE_H
@@ -12,6 +14,9 @@
 /* Make job j's page (j->omp) if it has none: 0, or -1 after a warning (the
  * job then runs without one: its shim revalidates on the clock). */
 int cs_omppage_open(struct cs_job *j);
+/* Its descriptor (close-on-exec; the page's own, not to be closed), -1
+ * without a page. */
+int cs_omppage_fd(const struct cs_job *j);
 /* Unmap and close it (NULL is fine). */
 void cs_omppage_close(struct cs_job *j);
 /* In the forked child before exec: the page's descriptor inherited, its

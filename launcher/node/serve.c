@@ -35,6 +35,11 @@
  *    environment is cleared at start (no user variable reaches the root
  *    engine) and policies are loaded only from root-owned files in
  *    root-owned directories not writable by others.
+ *  - OpenMP page: a registration that asks for it (omp_page=1: the task
+ *    gets the shim) is answered with a descriptor of the step's page
+ *    (cs_engine_omp_page: made at the first asking, one per step, owned by
+ *    the engine, closed when the step leaves), sent with the reply's first
+ *    byte; the plugin passes it on to the task (plugin/remote.c).
  *  - Start: by systemd (share/cosched-engine.service) or on demand by the
  *    plugin (`--detach --idle-exit`): the daemon leaves Slurm's cgroups
  *    (it must not die with the step that started it), holds a lock beside
@@ -168,6 +173,7 @@ struct conn {
     char buf[CS_PROTO_MAX + 1];
     char *out;                       /* the reply being sent (writing state once set) */
     size_t olen, ooff;
+    int pass_fd;                     /* a descriptor sent with the reply's first byte (-1: none) */
     unsigned long hold;              /* a job's last word to Slurm the reply waits for (0: none) */
     double hold_until;
 };
@@ -316,8 +322,23 @@ static void task_remove(struct cs_engine *e, struct cs_job *j, int k, const char
     }
 }
 
-/* Returns 1 (job set changed) or 0 with an error reply in rep. */
-static int do_register(struct cs_engine *e, const struct cs_msg *m, pid_t peer, char *rep, size_t len)
+/* The OK of a registration of j: its id and the policy, and its OpenMP page
+ * in *page_fd (-1: none) when the task asked for it (omp_page=1). */
+static void register_ok(struct cs_engine *e, struct cs_job *j, const struct cs_msg *m, char *rep, size_t len,
+                        int *page_fd)
+{
+    char err[128];
+    long want = 0;
+
+    if (cs_msg_long(m, "omp_page", 0, 1, 1, &want, err, sizeof err) == 0 && want)
+        *page_fd = cs_engine_omp_page(e, j);
+    snprintf(rep, len, "OK id=%d policy=%s%s%s", j->id, cs_policy_name(e->policy),
+             cs_policy_shares_cpus(e->policy) ? " shares_cpus=1" : "", *page_fd >= 0 ? " omp_page=1" : "");
+}
+
+/* Returns 1 (job set changed) or 0 with an error reply in rep; *page_fd: the
+ * descriptor to send with the reply (-1: none). */
+static int do_register(struct cs_engine *e, const struct cs_msg *m, pid_t peer, char *rep, size_t len, int *page_fd)
 {
     struct cs_serve *s = srv(e);
     char err[PATH_MAX + 256];
@@ -326,10 +347,12 @@ static int do_register(struct cs_engine *e, const struct cs_msg *m, pid_t peer, 
     struct cs_job *j;
     int rf = RF_REQUEST;
 
+    *page_fd = -1;
     if (cs_msg_long(m, "job", 0, 0xffffffffL, 0, &job, err, sizeof err) < 0 ||
         cs_msg_long(m, "step", 0, 0xffffffffL, 0, &step, err, sizeof err) < 0 ||
         cs_msg_long(m, "uid", 0, 0x7fffffffL, 0, &uid, err, sizeof err) < 0 ||
-        cs_msg_long(m, "pid", 2, INT_MAX, 0, &pid, err, sizeof err) < 0)
+        cs_msg_long(m, "pid", 2, INT_MAX, 0, &pid, err, sizeof err) < 0 ||
+        cs_msg_long(m, "omp_page", 0, 1, 1, &v, err, sizeof err) < 0)
         goto bad;
     if (!cs_msg_get(m, "cores")) {
         snprintf(err, sizeof err, "register: key 'cores' missing");
@@ -349,8 +372,7 @@ static int do_register(struct cs_engine *e, const struct cs_msg *m, pid_t peer, 
         hwloc_bitmap_free(cpus);
         for (int k = 0; k < sv->nt; k++)
             if (sv->t[k].pid == (pid_t)pid) {
-                snprintf(rep, len, "OK id=%d policy=%s%s", j->id, cs_policy_name(e->policy),
-                 cs_policy_shares_cpus(e->policy) ? " shares_cpus=1" : "");
+                register_ok(e, j, m, rep, len, page_fd);
                 return 0;
             }
         struct task *nt = realloc(sv->t, (sv->nt + 1) * sizeof *nt);
@@ -365,8 +387,7 @@ static int do_register(struct cs_engine *e, const struct cs_msg *m, pid_t peer, 
          * (v2 without cpuset binds thread by thread): it joins them now */
         if (!hwloc_bitmap_isequal(j->cpus, cs_job_home(e, j)) && e->ctl->set_cpus(e, j, j->cpus, j->mems) < 0)
             cs_warn("step %s: task %ld joined but could not be moved to the step's cpus", j->name, pid);
-        snprintf(rep, len, "OK id=%d policy=%s%s", j->id, cs_policy_name(e->policy),
-                 cs_policy_shares_cpus(e->policy) ? " shares_cpus=1" : "");
+        register_ok(e, j, m, rep, len, page_fd);
         return 0;
     }
     /* a new step: the policy it asks for, if the engine is idle */
@@ -451,8 +472,7 @@ static int do_register(struct cs_engine *e, const struct cs_msg *m, pid_t peer, 
     managed_update(e);
     cs_info("step %s (uid %ld, %s) joined: cores %s%s", j->name, uid, sv->prog, cs_msg_get(m, "cores"),
             j->nofreeze ? ", spans nodes: never frozen" : "");
-    snprintf(rep, len, "OK id=%d policy=%s%s", j->id, cs_policy_name(e->policy),
-                 cs_policy_shares_cpus(e->policy) ? " shares_cpus=1" : "");
+    register_ok(e, j, m, rep, len, page_fd);
     s->accepted++;
     return 1;
 bad:
@@ -630,6 +650,8 @@ static char *status_doc(struct cs_engine *e, uid_t who, int text)
 static void conn_close(struct cs_serve *s, int k)
 {
     close(s->c[k].fd);
+    if (s->c[k].pass_fd >= 0)
+        close(s->c[k].pass_fd);
     free(s->c[k].out);
     s->c[k] = s->c[--s->nc];
 }
@@ -651,7 +673,13 @@ static void reply(struct conn *c, const char *msg)
 static int flush(struct conn *c)
 {
     while (c->ooff < c->olen) {
-        ssize_t w = send(c->fd, c->out + c->ooff, c->olen - c->ooff, MSG_NOSIGNAL | MSG_DONTWAIT);
+        ssize_t w = c->pass_fd >= 0 && c->ooff == 0
+                    ? cs_proto_send_fd(c->fd, c->out, 1, c->pass_fd)
+                    : send(c->fd, c->out + c->ooff, c->olen - c->ooff, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (w > 0 && c->pass_fd >= 0) {
+            close(c->pass_fd);       /* the client has its own now */
+            c->pass_fd = -1;
+        }
         if (w > 0)
             c->ooff += (size_t)w;
         else if (w < 0 && errno == EINTR)
@@ -722,7 +750,7 @@ static int handle(struct cs_engine *e, struct conn *c)
         } else {
             char r[PATH_MAX + 300];
             unsigned long job = 0;
-            changed = m.verb[0] == 'r' ? do_register(e, &m, c->pid, r, sizeof r)
+            changed = m.verb[0] == 'r' ? do_register(e, &m, c->pid, r, sizeof r, &c->pass_fd)
                                        : do_deregister(e, &m, r, sizeof r, &job);
             if (r[0] == 'E')
                 cs_warn("socket: %s refused: %s", m.verb, r + 4);
@@ -802,7 +830,8 @@ static void accept_all(struct cs_serve *s)
             turn_away(fd, "ERR you have too many connections to the engine open; close some and try again\n");
             continue;
         }
-        s->c[s->nc++] = (struct conn){ .fd = fd, .uid = cr.uid, .pid = cr.pid, .deadline = cs_now() + CONN_DEADLINE };
+        s->c[s->nc++] = (struct conn){ .fd = fd, .uid = cr.uid, .pid = cr.pid, .deadline = cs_now() + CONN_DEADLINE,
+                                       .pass_fd = -1 };
     }
 }
 

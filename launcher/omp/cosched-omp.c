@@ -36,13 +36,15 @@
  * jumps, it cannot time) and the old ABI are sized by the min() always.
  *
  * CPUs held, without a system call per region (issue 26).  cosched gives each
- * job a page (shared/omppage.h: a sealed memfd named in COSCHED_OMP_PAGE)
+ * job a page (shared/omppage.h: a sealed memfd named in COSCHED_OMP_PAGE;
+ * `cosched run` to the jobs it forks, the node engine through the SPANK
+ * plugin to each co-scheduled Slurm step, shared by the step's tasks)
  * whose generation it bumps after every change of the job's CPUs.  Each
  * thread caches its CPU count and re-reads it (sched_getaffinity) only when
  * the generation moved, when the program called sched_setaffinity or
  * pthread_setaffinity_np itself (both wrapped: they bump a counter), or after
  * PAGE_REVALIDATE_MS (100 ms: changes cosched did not make, taskset from
- * outside).  Without a page (a program run outside cosched, a Slurm step) the
+ * outside).  Without a page (a program run outside cosched) the
  * count is re-read at most once per millisecond of CLOCK_MONOTONIC_COARSE,
  * i.e. once per kernel tick.  A team's size (short call sites) therefore
  * changes at most once per change of CPUs.

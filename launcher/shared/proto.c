@@ -188,14 +188,69 @@ static int wait_fd(int fd, short events, double deadline)
     }
 }
 
+ssize_t cs_proto_recv_fd(int sock, void *buf, size_t len, int flags, int *fdp)
+{
+    union {
+        struct cmsghdr h;
+        char b[CMSG_SPACE(4 * sizeof(int))];
+    } cm;
+    struct iovec iov = { .iov_base = buf, .iov_len = len };
+    struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.b, .msg_controllen = sizeof cm.b };
+    ssize_t r = recvmsg(sock, &mh, flags | MSG_CMSG_CLOEXEC);
+
+    if (r < 0)
+        return r;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+            continue;
+        int n = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+        for (int i = 0; i < n; i++) {
+            int got;
+            memcpy(&got, CMSG_DATA(c) + i * sizeof(int), sizeof got);
+            if (fdp && *fdp < 0 && n == 1 && !(mh.msg_flags & MSG_CTRUNC))
+                *fdp = got;
+            else
+                close(got);
+        }
+    }
+    return r;
+}
+
+ssize_t cs_proto_send_fd(int sock, const void *buf, size_t len, int fd)
+{
+    union {
+        struct cmsghdr h;
+        char b[CMSG_SPACE(sizeof(int))];
+    } cm;
+    struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+    struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.b, .msg_controllen = sizeof cm.b };
+    struct cmsghdr *h;
+
+    memset(&cm, 0, sizeof cm);
+    h = CMSG_FIRSTHDR(&mh);
+    h->cmsg_level = SOL_SOCKET;
+    h->cmsg_type = SCM_RIGHTS;
+    h->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(h), &fd, sizeof fd);
+    return sendmsg(sock, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
 int cs_proto_call(const char *path, const char *req, char *reply, size_t len, int timeout_ms,
                   char *why, size_t whylen)
+{
+    return cs_proto_call_fd(path, req, reply, len, timeout_ms, NULL, why, whylen);
+}
+
+int cs_proto_call_fd(const char *path, const char *req, char *reply, size_t len, int timeout_ms, int *fdp,
+                     char *why, size_t whylen)
 {
     struct sockaddr_un a = { .sun_family = AF_UNIX };
     double deadline = now_ms() + timeout_ms;
     size_t got = 0, sent = 0, rlen = strlen(req);
     int fd, e;
 
+    if (fdp)
+        *fdp = -1;
     if (strlen(path) >= sizeof a.sun_path) {
         snprintf(why, whylen, "socket path %s is too long", path);
         errno = ENAMETOOLONG;
@@ -248,7 +303,7 @@ int cs_proto_call(const char *path, const char *req, char *reply, size_t len, in
     while (got + 1 < len) {
         if (wait_fd(fd, POLLIN, deadline) < 0)
             goto io_fail;
-        ssize_t r = read(fd, reply + got, len - 1 - got);
+        ssize_t r = cs_proto_recv_fd(fd, reply + got, len - 1 - got, 0, fdp);
         if (r < 0) {
             if (errno == EAGAIN || errno == EINTR)
                 continue;
@@ -263,7 +318,7 @@ int cs_proto_call(const char *path, const char *req, char *reply, size_t len, in
     if (got == 0) {
         snprintf(why, whylen, "the engine at %s closed the connection without an answer", path);
         errno = ECONNRESET;
-        return -1;
+        goto drop_fd;
     }
     return 0;
 
@@ -273,5 +328,12 @@ io_fail:
              e == ETIMEDOUT ? "no answer in time" : strerror(e));
     close(fd);
     errno = e;
+drop_fd:
+    if (fdp && *fdp >= 0) {
+        e = errno;
+        close(*fdp);
+        *fdp = -1;
+        errno = e;
+    }
     return -1;
 }

@@ -13,7 +13,9 @@
  *   server: OK key=value ...\n           (register, deregister, ping)
  *           ERR message\n                (any verb, message for a human)
  *           OK json|text\n...            (status: the document, then EOF)
- *   then the server closes the connection.
+ *   then the server closes the connection.  A reply may carry a descriptor
+ *   (register's omp_page=1): cs_proto_call_fd() receives it, cs_proto_call()
+ *   closes any it did not ask for.
  *
  * Rules, enforced by cs_msg_parse() (the server never trusts a client):
  *  - a request is at most CS_PROTO_MAX bytes, newline included; the first
@@ -35,9 +37,20 @@
  *               opts=K=V,K=V  priority=INT  class=S|C|N  name=STRING
  *               extend=0|1 (plugstack extend_time: the job's frozen time is
  *               given back to its time limit)  scontrol=PATH  slurm_conf=PATH
- *               (the scontrol beside slurmstepd and its SLURM_CONF, for that)]
+ *               (the scontrol beside slurmstepd and its SLURM_CONF, for that)
+ *               omp_page=0|1 (1: the task gets the OpenMP shim; send the
+ *               step's page)]
  *              root only (peer credentials).  Each task of a step registers;
  *              the first one makes the step a cosched job, the others join it.
+ *              omp_page=1 in the reply: the reply's first byte carries one
+ *              descriptor (SCM_RIGHTS) of the step's OpenMP page
+ *              (shared/omppage.h: a sealed memfd named CS_OMPPAGE_NAME of
+ *              CS_OMPPAGE_SIZE bytes), made by the engine when a task of the
+ *              step first asks: one page per step, shared by all its tasks.
+ *              Not sent when the policy runs steps on the same cpus
+ *              (shares_cpus=1) or no page could be made.  The client checks
+ *              what it got (a memfd of that name and size, sealed) and
+ *              closes anything else.
  *   deregister job step pid        -> OK   root only
  *   status     [format=json|text]   -> "OK json" or "OK text", then the
  *              document (a user sees the steps of their own uid, root every
@@ -48,6 +61,7 @@
 #define COSCHED_PROTO_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 #define CS_PROTO_VERSION 1
 #define CS_PROTO_TAG "COSCHED/1"
@@ -89,5 +103,18 @@ int cs_req_add(char *b, size_t len, const char *key, const char *fmt, ...)
  * ECONNREFUSED mean "no engine"). */
 int cs_proto_call(const char *path, const char *req, char *reply, size_t len, int timeout_ms,
                   char *why, size_t whylen);
+/* The same, and *fdp the one descriptor the reply carried (close-on-exec,
+ * the caller's to close), -1 when none; a reply carrying more than one, or
+ * a call that fails, leaves none open. */
+int cs_proto_call_fd(const char *path, const char *req, char *reply, size_t len, int timeout_ms, int *fdp,
+                     char *why, size_t whylen);
+
+/* Descriptors over a unix socket (SCM_RIGHTS).  recv: recvmsg(sock, flags)
+ * into buf; *fdp (when NULL, or already >= 0, or more than one came: none)
+ * gets the one descriptor that came with these bytes, close-on-exec; every
+ * other descriptor is closed.  send: len bytes of buf with descriptor fd,
+ * without blocking (MSG_DONTWAIT).  Both return what recvmsg/sendmsg do. */
+ssize_t cs_proto_recv_fd(int sock, void *buf, size_t len, int flags, int *fdp);
+ssize_t cs_proto_send_fd(int sock, const void *buf, size_t len, int fd);
 
 #endif

@@ -6,7 +6,8 @@ to LOG, followed for register by the registering pid's /proc/PID/cgroup lines
 (default "OK id=<n> policy=<policy of the request>"; "ERR ..." to refuse;
 HANG to accept and never answer; ERR_AFTER_FIRST: the first registration OK,
 every later one refused; HANG_DEREG: registrations OK, deregistrations never
-answered).
+answered; BADPAGE: registrations OK with omp_page=1 and a descriptor that is
+not an engine's page - a memfd of the page's name and size, but unsealed).
 For the plugin's tests (tests/60-slurm-plugin.bats); the real engine's tests
 use the real engine."""
 import os
@@ -54,12 +55,18 @@ while True:
         continue
     if reply == "ERR_AFTER_FIRST" and verb == ["register"] and n >= 1:
         out = "ERR refused for the test"
-    elif reply is not None and reply not in ("ERR_AFTER_FIRST", "HANG_DEREG"):
+    elif reply is not None and reply not in ("ERR_AFTER_FIRST", "HANG_DEREG", "BADPAGE"):
         out = reply
     elif verb == ["register"]:
         n += 1
         out = f"OK id={n} policy={kv.get('policy', 'none')}"
     else:
         out = "OK"
-    c.sendall((out + "\n").encode())
+    if reply == "BADPAGE" and verb == ["register"]:
+        fd = os.memfd_create("cosched-omp-page")
+        os.ftruncate(fd, 4096)
+        socket.send_fds(c, [(out + " omp_page=1\n").encode()], [fd])
+        os.close(fd)
+    else:
+        c.sendall((out + "\n").encode())
     c.close()
