@@ -315,6 +315,22 @@ page_of() {
         echo "$n $(stat -L -c %i "/proc/$1/fd/$n")"
 }
 
+# page_diag JOB STEP: what the kernel, Slurm and the engine say of a step's tasks (on failure)
+page_diag() {
+    local p
+    echo "step $2's tasks: $(task_pids "$1" "$2" | tr '\n' ' ')"
+    for p in $(task_pids "$1" "$2"); do
+        echo "task $p: $(tr '\0' ' ' < "/proc/$p/cmdline" 2>/dev/null) state $(awk '/^State/ {print $2}' "/proc/$p/status" 2>/dev/null)"
+        echo "  env: $(tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -E '^(COSCHED|LD_PRELOAD)' | tr '\n' ' ')"
+        echo "  fds: $(for f in /proc/$p/fd/*; do printf '%s->%s ' "${f##*/}" "$(readlink "$f")"; done)"
+    done
+    cat "$CGROUP_ROOT/freezer/slurm_$SLURM_NODE/uid_0/job_$1/step_$2/freezer.state" 2>/dev/null
+    echo "step $2's stderr: $(cat "step$2.err" 2>/dev/null)"
+    squeue -s 2>&1
+    grep -h cosched "$SLURM_DIR"/log/slurmd* 2>/dev/null | tail -20
+    tail -20 "$CS_SOCKET.log" 2>/dev/null
+}
+
 @test "OpenMP page: a step's tasks share the engine's page (environ and fd table), whose generation moves with the step's cpus; the engine traces team and regions" {
     [ "$(nproc)" -ge 2 ] || skip "needs 2 cpus"
     requires python3
@@ -333,7 +349,8 @@ page_of() {
     wait_for 20 '[ -n "$(squeue -h -o %i)" ]'
     JOB=$(squeue -h -o %i | head -1)
     for s in 0 1; do
-        wait_for 20 '[ "$(task_pids $JOB '$s' | wc -w)" = 2 ] && for p in $(task_pids $JOB '$s'); do page_of $p > /dev/null || exit 1; done'
+        wait_for 20 '[ "$(task_pids $JOB '$s' | wc -w)" = 2 ] && for p in $(task_pids $JOB '$s'); do page_of $p > /dev/null || exit 1; done' ||
+            { page_diag "$JOB" "$s"; return 1; }
         pages=$(for p in $(task_pids "$JOB" "$s"); do page_of "$p"; done)
         echo "step $s: pages (fd inode) of its tasks: $(echo $pages)"
         assert_equal "$(awk '{print $2}' <<< "$pages" | sort -u | wc -l)" 1 "pages of step $s's two tasks"
