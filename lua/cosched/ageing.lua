@@ -98,7 +98,7 @@ tr:observe(snap, info)
       process on its cores (fewer CPU seconds; spinning OpenMP waits hide
       that from CPU time, not from regions) and memory contention (the
       same CPU seconds, less work: a STREAM triad beside another stream
-      completes 0.79x the regions per second it does beside a compute
+      completes 0.62-0.79x the regions per second it does beside a compute
       kernel, BENCHMARKS.md 12a), which CPU time cannot see.  Taken only
       when the step has at least 8 regions (MIN_REGIONS: the regions cut
       by the step's two ends make a count off by less than one, so 8 keeps
