@@ -78,6 +78,8 @@ static struct {
     int quiet_engine;          /* a deregistration went unanswered: the others are not waited for */
     int nreg;
     pid_t reg[MAX_TASKS];      /* registered task pids */
+    int npend;
+    struct { pid_t pid; uint32_t gtid; } pend[MAX_TASKS];   /* forked, to register with the last */
     int chan[2];               /* the OpenMP page to the tasks: slurmstepd sends on [0], a task reads [1] (-1: none) */
     int page;                  /* the page: 0 not yet passed on, 1 passed on, -1 given up (a bad one) */
 } st;
@@ -489,35 +491,25 @@ static void page_forward(int fd, const char *reply)
 
 static int shim_preload(spank_t sp, char *pre, size_t len);
 
-int cs_remote_task_post_fork(spank_t sp)
+/* One task's registration (task_post_fork: pid, its global task id). */
+static void register_task(spank_t sp, pid_t pid, uint32_t gtid)
 {
     char req[CS_PROTO_MAX], reply[1024], why[448], name[80], cores[256] = "";
-    char scontrol[CS_PATH_MAX], conf[CS_PATH_MAX], pre[8192];
+    char scontrol[CS_PATH_MAX], conf[CS_PATH_MAX];
     char *alloc = NULL;
-    uint32_t uid = 0, gtid = 0, ntasks = 0, nnodes = 0;
+    uint32_t uid = 0, ntasks = 0, nnodes = 0;
     uint16_t cpt = 0;
-    pid_t pid = 0;
     int ok, want_page, page = -1;
 
-    /* every task is forked before the first task_post_fork: slurmstepd
-     * needs no copy of the tasks' end of the page channel */
-    if (st.chan[1] >= 0) {
-        close(st.chan[1]);
-        st.chan[1] = -1;
-    }
-    if (st.skip || !st.cosched || st.sh == NULL || st.failed)
-        return 0;
     if (st.deadline == 0)
         st.deadline = now_ms() + cs_g.conf.timeout_ms;
     else if (st.nreg > 0 && st.deadline < now_ms() + 500)
         st.deadline = now_ms() + 500;       /* the engine answers: each later task gets its turn */
 
-    if (spank_get_item(sp, S_TASK_PID, &pid) != ESPANK_SUCCESS ||
-        spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS) {
-        fail("Slurm did not give the task's pid or uid");
-        return 0;
+    if (spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS) {
+        fail("Slurm did not give the step's uid");
+        return;
     }
-    spank_get_item(sp, S_TASK_GLOBAL_ID, &gtid);
     spank_get_item(sp, S_JOB_TOTAL_TASK_COUNT, &ntasks);
     /* the step's node count: in slurmstepd S_JOB_NNODES is the node count
      * of the step being launched (its launch request's), from Slurm itself -
@@ -528,9 +520,13 @@ int cs_remote_task_post_fork(spank_t sp)
     if (spank_get_item(sp, S_STEP_ALLOC_CORES, &alloc) == ESPANK_SUCCESS && alloc != NULL)
         snprintf(cores, sizeof cores, "%s", alloc);
     step_name(sp, name, sizeof name);
-    /* the step has no page yet and this task will get the shim (task_init
-     * decides so on the same facts) */
-    want_page = st.chan[0] >= 0 && st.page == 0 && shim_preload(sp, pre, sizeof pre);
+    /* the step has no page yet (its channel exists where the shim may be
+     * put in: user_init).  Whether this task gets the shim is not guessed
+     * here: slurmstepd's working directory and user are not the task's, so
+     * `srun ./prog` or a root-squashed file system would say no where the
+     * task says yes; the task takes the page only with the shim (task_init),
+     * and a page nobody maps costs a page. */
+    want_page = st.chan[0] >= 0 && st.page == 0;
 
     ok = cs_req_init(req, sizeof req, "register") == 0 &&
          cs_req_add(req, sizeof req, "job", "%u", st.job) == 0 &&
@@ -546,8 +542,16 @@ int cs_remote_task_post_fork(spank_t sp)
          (cores[0] == '\0' || cs_req_add(req, sizeof req, "cores", "%s", cores) == 0) &&
          (!cs_g.req.has_priority || cs_req_add(req, sizeof req, "priority", "%ld", cs_g.req.priority) == 0) &&
          (!cs_g.req.cls || cs_req_add(req, sizeof req, "class", "%c", cs_g.req.cls) == 0) &&
-         cs_req_add(req, sizeof req, "extend", "%d", cs_g.conf.extend_time) == 0 &&
-         (!want_page || cs_req_add(req, sizeof req, "omp_page", "1") == 0);
+         cs_req_add(req, sizeof req, "extend", "%d", cs_g.conf.extend_time) == 0;
+    /* the page, when it fits: without it the step is still co-scheduled */
+    if (ok && want_page) {
+        char tmp[CS_PROTO_MAX];
+        memcpy(tmp, req, sizeof tmp);
+        if (cs_req_add(tmp, sizeof tmp, "omp_page", "1") == 0)
+            memcpy(req, tmp, sizeof tmp);
+        else
+            want_page = 0;
+    }
     /* where this Slurm's scontrol and slurm.conf are, for the engine's time
      * given back (a value that is not a protocol value is left out) */
     if (ok && slurm_paths(scontrol, sizeof scontrol, conf, sizeof conf) == 0) {
@@ -559,24 +563,26 @@ int cs_remote_task_post_fork(spank_t sp)
     }
     if (!ok) {
         fail("cannot build the registration request");
-        return 0;
+        return;
     }
     if (cores[0] == '\0') {
         fail("Slurm did not give the step's cores");
-        return 0;
+        return;
     }
     if (call(req, reply, sizeof reply, &page, why, sizeof why) < 0) {
         fail("%s", why);
-        return 0;
+        return;
     }
     if (strncmp(reply, "OK", 2) != 0) {
         if (page >= 0)
             close(page);
         reply[strcspn(reply, "\n")] = '\0';
         fail("the engine refused: %s", strncmp(reply, "ERR ", 4) == 0 ? reply + 4 : reply);
-        return 0;
+        return;
     }
     page_forward(page, reply);
+    if (want_page && page < 0)
+        st.page = -1;   /* the engine gave none (it could not, or the policy shares cpus): ask no more */
     if (st.nreg < MAX_TASKS)
         st.reg[st.nreg++] = pid;
     if (st.sh->id[0] == '\0') {
@@ -591,6 +597,43 @@ int cs_remote_task_post_fork(spank_t sp)
         slurm_debug("cosched: step %u.%u registered as cosched job %s (policy %s)", st.job, st.step,
                     st.sh->id, st.sh->policy);
     }
+}
+
+int cs_remote_task_post_fork(spank_t sp)
+{
+    pid_t pid = 0;
+    uint32_t gtid = 0, nlocal = 0;
+    int local = -1;
+
+    /* every task is forked before the first task_post_fork: slurmstepd
+     * needs no copy of the tasks' end of the page channel */
+    if (st.chan[1] >= 0) {
+        close(st.chan[1]);
+        st.chan[1] = -1;
+    }
+    if (st.skip || !st.cosched || st.sh == NULL || st.failed)
+        return 0;
+    if (spank_get_item(sp, S_TASK_PID, &pid) != ESPANK_SUCCESS) {
+        fail("Slurm did not give the task's pid");
+        return 0;
+    }
+    spank_get_item(sp, S_TASK_GLOBAL_ID, &gtid);
+    spank_get_item(sp, S_TASK_ID, &local);
+    spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &nlocal);
+    /* Slurm binds each task (task/affinity) just before its task_post_fork,
+     * one task after the other.  A step the engine adopted at its first
+     * task may be folded at once, its cpuset narrowed, and the next task's
+     * binding to a cpu now outside it fails with EINVAL: the step does not
+     * launch ("Slurmd could not execve job").  So the tasks register
+     * together, at the last one's task_post_fork, once all are bound. */
+    st.pend[st.npend].pid = pid;
+    st.pend[st.npend].gtid = gtid;
+    st.npend++;
+    if (local >= 0 && (uint32_t)local + 1 < nlocal && st.npend < MAX_TASKS)
+        return 0;
+    for (int i = 0; i < st.npend && !st.failed; i++)
+        register_task(sp, st.pend[i].pid, st.pend[i].gtid);
+    st.npend = 0;
     return 0;
 }
 

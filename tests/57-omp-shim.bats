@@ -260,7 +260,9 @@ count_getaffinity() {
     # page's 62 slots in its shared count; a child forked after its parent's
     # first region must not count in its parent's slot (two writers lose counts)
     OMP_NUM_THREADS=1 run_prog "$PROGS/ompbench" -P -F 70 -n 2000
-    [[ $output == *"page team=1 regions=$((1 + 71 * 2000))"* ]] || { echo "want $((1 + 71 * 2000)) regions"; false; }
+    [[ $output == *"page team=1 regions=$((1 + 71 * 2000)) "* ]] || { echo "want $((1 + 71 * 2000)) regions"; false; }
+    # every process claimed a slot (the children after their parent's first region): 71 claims, 62 slots
+    [[ $output == *" slots=71"* ]] || { echo "want 71 slots claimed"; false; }
 }
 
 @test "the program's own sched_setaffinity is seen by its next region at once, with a page and without" {

@@ -324,26 +324,29 @@ page_diag() {
         echo "  env: $(tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -E '^(COSCHED|LD_PRELOAD)' | tr '\n' ' ')"
         echo "  fds: $(for f in /proc/$p/fd/*; do printf '%s->%s ' "${f##*/}" "$(readlink "$f")"; done)"
     done
-    cat "$CGROUP_ROOT/freezer/slurm_$SLURM_NODE/uid_0/job_$1/step_$2/freezer.state" 2>/dev/null
+    echo "freezer: $(ls "$CGROUP_ROOT/freezer/slurm_$SLURM_NODE/uid_0/job_$1" 2>&1 | tr '\n' ' ')"
+    cat "$CGROUP_ROOT/freezer/slurm_$SLURM_NODE/uid_0/job_$1/step_$2/freezer.state" 2>/dev/null || true
     echo "step $2's stderr: $(cat "step$2.err" 2>/dev/null)"
-    squeue -s 2>&1
-    grep -h cosched "$SLURM_DIR"/log/slurmd* 2>/dev/null | tail -20
-    tail -20 "$CS_SOCKET.log" 2>/dev/null
+    echo "salloc's stderr: $(cat salloc.err 2>/dev/null)"
+    squeue -s 2>&1 || true
+    grep -h "cosched\|StepId=$1.$2\|$1.$2" "$SLURM_DIR"/log/slurm* 2>/dev/null | tail -30 || true
+    tail -20 "$CS_SOCKET.log" 2>/dev/null || true
 }
 
-@test "OpenMP page: a step's tasks share the engine's page (environ and fd table), whose generation moves with the step's cpus; the engine traces team and regions" {
+@test "OpenMP page: a step's tasks share the engine's page (environ and fd table), whose generation moves with the step's cpus; the engine traces its regions, and no team for two tasks" {
     [ "$(nproc)" -ge 2 ] || skip "needs 2 cpus"
     requires python3
-    local shim=$COSCHED_BUILDDIR/launcher/omp/libcosched-omp.so s p pages
+    local shim=$COSCHED_BUILDDIR/launcher/omp/libcosched-omp.so s p pages pg
     [ -f "$shim" ] || { echo "$shim is not built"; return 1; }
     unset LD_PRELOAD OMP_WAIT_POLICY COSCHED_OMP OMP_DYNAMIC OMP_PROC_BIND OMP_PLACES KMP_AFFINITY OMP_NUM_THREADS
     slurm_plugstack start=none omp_shim="$shim"
     slurm_engine_start --quantum 200ms --trace "$PWD/trace.jsonl"
     # two steps of two tasks each under tft: folded onto one cpu each, so their cpus change
+    # (output files named by step id: the second srun may get step 0 on a busy machine)
     salloc -n2 -c1 --cosched=tft bash -c "
-        srun --overlap -n2 -c1 '$PROGS/ompshim' -l 8 > step0.out 2> step0.err &
+        srun --overlap -n2 -c1 -o 'step%s.out' -e 'step%s.err' '$PROGS/ompshim' -l 8 &
         sleep 0.3
-        srun --overlap -n2 -c1 '$PROGS/ompshim' -l 8 > step1.out 2> step1.err &
+        srun --overlap -n2 -c1 -o 'step%s.out' -e 'step%s.err' '$PROGS/ompshim' -l 8 &
         wait" > salloc.out 2> salloc.err &
     BG=$!
     wait_for 20 '[ -n "$(squeue -h -o %i)" ]'
@@ -356,31 +359,31 @@ page_diag() {
         assert_equal "$(awk '{print $2}' <<< "$pages" | sort -u | wc -l)" 1 "pages of step $s's two tasks"
         eval "ino$s=$(awk 'NR == 1 {print $2}' <<< "$pages")"
         read -r p < <(task_pids "$JOB" "$s")
-        eval "pid$s=$p fd$s=$(awk 'NR == 1 {print $1}' <<< "$pages")"
+        # step 0's page held open here: its tasks may be gone (8 s) before the generation is read
+        [ "$s" = 1 ] || exec {pg}< "/proc/$p/fd/$(awk 'NR == 1 {print $1}' <<< "$pages")"
     done
     [ "$ino0" != "$ino1" ] || { echo "both steps have page $ino0"; return 1; }
     # the engine bumped the generation (struct cs_omppage: gen at offset 16; 1 at the start) when tft folded the step
-    wait_for 20 '[ "$(od -An -t u8 -j 16 -N 8 /proc/$pid0/fd/$fd0 | tr -d " ")" -gt 1 ]'
+    wait_for 20 '[ "$(od -An -t u8 -j 16 -N 8 /dev/fd/'$pg' | tr -d " ")" -gt 1 ]'
+    exec {pg}<&-
     wait "$BG"; BG=
     cat step0.out step1.out step0.err step1.err salloc.err
     for s in 0 1; do
         assert_equal "$(grep -c ' ok$' step$s.out)" 2 "step $s's tasks' own checks"
-        # the engine's word: each step's team is one the tasks ran (their "teams: T=N ..."), and its
-        # regions counted step by step (at least two steps with some), never more than the tasks ran
-        local teams ran seen
-        teams=$(grep -o ' [0-9]*=[1-9][0-9]*' step$s.out | grep -v regions | cut -d= -f1 | tr -d ' ' | sort -un | tr '\n' ' ')
+        # the engine's word: no team for a step of two tasks on the node (each writes its own to
+        # the one page: one task's team is not the step's), and its regions counted step by step
+        # (at least two steps with some), never more than the tasks ran
+        local ran seen
         ran=$(grep -o 'regions=[0-9]*' step$s.out | cut -d= -f2 | awk '{r += $1} END {print r}')
         seen=$(python3 -c 'import json, sys
 for line in open(sys.argv[1]):
     d = json.loads(line)
     for j in d["jobs"] if d.get("type") == "step" else []:
-        if j["name"] == sys.argv[2] and j.get("omp_team", 0) > 0:
-            print(j["omp_team"], j["omp_regions"])' trace.jsonl "$JOB.$s")
-        echo "step $s: the tasks ran teams $teams and $ran regions; the engine's (team regions) per step:" $seen
+        if j["name"] == sys.argv[2] and "omp_regions" in j:
+            print(j.get("omp_team", 0), j["omp_regions"])' trace.jsonl "$JOB.$s")
+        echo "step $s: the tasks ran $ran regions; the engine's (team regions) per step:" $seen
         [ -n "$seen" ]
-        for t in $(awk '{print $1}' <<< "$seen" | sort -u); do
-            [[ " $teams" == *" $t "* ]] || { echo "team $t: not one the tasks ran"; return 1; }
-        done
+        [ "$(awk '$1 != 0' <<< "$seen" | wc -l)" = 0 ] || { echo "a team for a step of two tasks"; return 1; }
         [ "$(awk '$2 > 0' <<< "$seen" | wc -l)" -ge 2 ]
         [ "$(awk '{r += $2} END {print r}' <<< "$seen")" -le "$ran" ]
     done

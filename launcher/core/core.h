@@ -215,9 +215,13 @@ struct cs_job {
     struct json_t *policy_info;    /* jansson's json_t (core/json.h) */
     /* its OpenMP page (engine/omppage.c; NULL: none) and what its shim wrote
      * there by the end of the last step: the outermost team it last started
-     * (0: none yet), the outermost regions completed in the step */
+     * (0: none yet), the outermost regions completed in the step; the most
+     * processes the host knew to share it (a Slurm step's tasks on this
+     * node, node/serve.c; 0: not known): with more than one, the team one
+     * of them wrote says nothing of the job's */
     void *omp;
     int omp_team;
+    int omp_procs;
     long long omp_regions;
 };
 

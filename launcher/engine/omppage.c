@@ -108,7 +108,8 @@ void cs_omppage_step(struct cs_job *j)
         return;
     uint32_t team = atomic_load_explicit((_Atomic uint32_t *)&o->pg->team, memory_order_relaxed);
     uint64_t regions = cs_omppage_regions(o->pg);   /* job-written: a sum of untrusted words */
-    j->omp_team = team <= CS_OMPPAGE_TEAM_MAX ? (int)team : 0;
+    /* one process's team: the job's only when it is the job's one process */
+    j->omp_team = team <= CS_OMPPAGE_TEAM_MAX && j->omp_procs <= 1 ? (int)team : 0;
     /* counted forward only: a count that went back or leapt by 2^40 (the job
      * wrote it) is no count for this step, and the next counts from there */
     j->omp_regions = regions >= o->regions_mark && regions - o->regions_mark < (1ULL << 40)

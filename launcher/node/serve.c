@@ -383,6 +383,8 @@ static int do_register(struct cs_engine *e, const struct cs_msg *m, pid_t peer, 
         }
         sv->t = nt;
         sv->t[sv->nt++] = (struct task){ (pid_t)pid, pidfd_open_((pid_t)pid) };
+        if (sv->nt > j->omp_procs)
+            j->omp_procs = sv->nt;   /* the most: the page's team may be a departed task's */
         /* it starts on all the step's cores; a folded step's tasks are on fewer
          * (v2 without cpuset binds thread by thread): it joins them now */
         if (!hwloc_bitmap_isequal(j->cpus, cs_job_home(e, j)) && e->ctl->set_cpus(e, j, j->cpus, j->mems) < 0)
@@ -442,6 +444,7 @@ static int do_register(struct cs_engine *e, const struct cs_msg *m, pid_t peer, 
     sv->t = malloc(sizeof *sv->t);
     sv->t[0] = (struct task){ (pid_t)pid, pidfd_open_((pid_t)pid) };
     sv->nt = 1;
+    j->omp_procs = 1;
     j->id = ++s->next_id;
     j->name = cs_strdup_printf("%ld.%ld", job, step);
     j->origin = cs_strdup_printf("Slurm step %ld.%ld (uid %ld)", job, step, uid);
@@ -684,7 +687,13 @@ static int flush(struct conn *c)
             c->ooff += (size_t)w;
         else if (w < 0 && errno == EINTR)
             continue;
-        else
+        else if (w < 0 && errno != EAGAIN && c->pass_fd >= 0) {
+            /* the descriptor cannot go (a full socket buffer would say EAGAIN):
+             * the reply goes without it, the step without a page */
+            cs_warn("a reply's OpenMP page could not be sent: %s; the step runs without one", strerror(errno));
+            close(c->pass_fd);
+            c->pass_fd = -1;
+        } else
             return w < 0 && errno == EAGAIN ? 0 : 1;
     }
     return 1;

@@ -27,13 +27,12 @@
  * keeps, per call site (the fn pointer; a table of 512), whether the last
  * one timed lasted LONG_MS (100 ms) or more.  A long call site, and one not
  * seen yet (unknown length), gets the ICV even on fewer CPUs; a short one gets
- * the min() above.  Timed are a call site's first region and every region
- * that starts while the thread holds fewer CPUs than the ICV, i.e. whenever
- * the answer decides a team's size; while the CPUs are not fewer, a site's
- * regions are not timed again (two clock reads saved per region), so a site
- * whose regions grew long meanwhile is taken for short at its next region
- * on fewer CPUs, which then teaches it.  libomp's regions (the stub below
- * jumps, it cannot time) and the old ABI are sized by the min() always.
+ * the min() above.  Timed are a call site's first region, every region that
+ * starts while its team would be smaller than the ICV (the answer decides
+ * the team's size), and else one region of the site per LONG_MS (a clock
+ * read saved per region; a site whose regions grew long while the job held
+ * all its CPUs is known long by its next fold).  libomp's regions (the stub
+ * below jumps, it cannot time) and the old ABI are sized by the min() always.
  *
  * CPUs held, without a system call per region (issue 26).  cosched gives each
  * job a page (shared/omppage.h: a sealed memfd named in COSCHED_OMP_PAGE;
@@ -153,10 +152,12 @@
  * costs one call into the runtime (omp_get_level).  An outermost region adds
  * a call to the runtime's omp_get_max_threads, one read of the coarse clock
  * (vDSO), an acquire load of the page's generation, a compare with the
- * thread's last call site and, with a page, a load and a store to its slot;
- * when the CPUs are fewer than the ICV, a second read of the clock, one call
- * to omp_get_proc_bind and, for libomp, __kmpc_global_thread_num and
- * __kmpc_push_num_threads.  No system call but when the cached count must
+ * thread's last call site and its last timing and, with a page, a load and
+ * a store to its slot; for a region timed (above) a second read of the
+ * clock; when the CPUs are fewer than the ICV, one call to
+ * omp_get_proc_bind and, for libomp, __kmpc_global_thread_num and
+ * __kmpc_push_num_threads.  A region that omp_get_max_threads() answered
+ * for reads no clock and no generation (the answer stands).  No system call but when the cached count must
  * be re-read (above).  All of it is inlined into each entry point (32 KB of
  * text in all): a call less is 2 ns less per region; what runs once (a
  * function's resolution, a re-read, a slot's claim) is not.
@@ -479,7 +480,7 @@ CS_EXPORT int pthread_setaffinity_np(pthread_t t, size_t size, const cpu_set_t *
 #define SITE_PROBES 8
 #define LONG_MS 100     /* a region of this many ms or more is long (cosched(1)) */
 enum { SITE_UNKNOWN, SITE_SHORT, SITE_LONG };
-static struct site { _Atomic uintptr_t fn; _Atomic unsigned char kind; } sites[SITES];
+static struct site { _Atomic uintptr_t fn; _Atomic uint32_t last_ms; _Atomic unsigned char kind; } sites[SITES];
 
 static struct site *site_of(const void *fn)
 {
@@ -579,10 +580,14 @@ static inline __attribute__((always_inline)) unsigned region_begin(struct region
     struct site *site = fn ? site_cached(fn) : NULL;
     unsigned char kind = site ? atomic_load_explicit(&site->kind, memory_order_relaxed) : SITE_SHORT;
     /* timed: every region while the CPUs held are fewer than the ICV (its
-     * team's size depends on what was learned), and a site's first region */
-    if (site && (n < icv || kind == SITE_UNKNOWN)) {
+     * team's size depends on what was learned), a site's first region, and
+     * else one region of a site per LONG_MS (a site whose regions grew long
+     * while the job held all its CPUs is known long at its next fold) */
+    if (site && (n < icv || kind == SITE_UNKNOWN ||
+                 (!promised && (uint32_t)now - atomic_load_explicit(&site->last_ms, memory_order_relaxed) >= LONG_MS))) {
         r->site = site;
         r->t0 = promised ? coarse_ms() : now;
+        atomic_store_explicit(&site->last_ms, (uint32_t)r->t0, memory_order_relaxed);
         /* a long region, or one of unknown length, starts with the full
          * team: it may get the cores back before it ends */
         if (n < icv && !promised && kind != SITE_SHORT)

@@ -107,7 +107,9 @@ tr:observe(snap, info)
       OpenMP fork-join costs 0.5 us or more, BENCHMARKS.md 12a): else the
       CPU signal.  The job writes its own count: a false one moves its own
       CP, hence its own age, within [0, w2] as true contention does, never
-      another job's.  It assumes the regions of a job do similar work: a
+      another job's CP (but a job that is older runs sooner: one that
+      over-reports once looks contended, at no cost, until its best decays;
+      region_progress = no where jobs' counts are not trusted).  It assumes the regions of a job do similar work: a
       phase of longer regions looks like contention until the best decays.
     "cpu" (cpu_progress): its CPU per core in the last step (last.cpu /
       (last.wall min(last.ncpus, threads))) against the best such rate it

@@ -17,7 +17,8 @@
  * -P: first make a page as cosched's engine does (shared/omppage.h: a
  *   sealed memfd named in COSCHED_OMP_PAGE), then run as above: the shim's
  *   hot path with a page, without cosched.  After the run, prints the
- *   page's reverse channel: "page team=T regions=R".
+ *   page's reverse channel: "page team=T regions=R slots=S" (S: the slots
+ *   the job's threads claimed).
  * -F K: after one empty region, fork K processes that run REGIONS empty
  *   regions each beside this one's (the page's count must then be
  *   1 + (K + 1) x REGIONS: each process counts in a slot of its own, those
@@ -100,7 +101,8 @@ int main(int argc, char **argv)
         int st;
         if (pid < 0 || waitpid(pid, &st, 0) != pid)
             return 2;
-        printf("page team=%u regions=%llu\n", pg->team, (unsigned long long)cs_omppage_regions(pg));
+        printf("page team=%u regions=%llu slots=%u\n", pg->team, (unsigned long long)cs_omppage_regions(pg),
+               pg->nslots);
         return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
     }
     int team = 0;
