@@ -16,7 +16,11 @@
  * fork, whose other end every task inherits; the task takes it in
  * task_init, as the user, just before exec, and names it in
  * COSCHED_OMP_PAGE.  Nothing between task_init and the task's execve
- * closes descriptors (task.c exec_task), so the page reaches the program.
+ * closes descriptors (task.c exec_task), so the page reaches the program
+ * (a step run in an OCI container, --container, may not pass it on: its
+ * shim then finds no page behind the number and runs without one).
+ * The tasks register together, at the last task's task_post_fork (below:
+ * Slurm binds each task just before its own).
  * One message per step: each task peeks at it (MSG_PEEK gives each its own
  * descriptor and leaves the message for the next), so no count of tasks
  * meets a socket buffer's limit.  A descriptor that is not a sealed memfd of
@@ -634,6 +638,11 @@ int cs_remote_task_post_fork(spank_t sp)
     for (int i = 0; i < st.npend && !st.failed; i++)
         register_task(sp, st.pend[i].pid, st.pend[i].gtid);
     st.npend = 0;
+    /* the last task: a page not sent by now never will be */
+    if ((local < 0 || (uint32_t)local + 1 >= nlocal) && st.chan[0] >= 0) {
+        close(st.chan[0]);
+        st.chan[0] = -1;
+    }
     return 0;
 }
 

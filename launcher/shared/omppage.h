@@ -22,7 +22,12 @@
  *                   once per thread) on a cache line of its own and counts
  *                   there with a plain load and store: no locked
  *                   instruction per region (a lock add drains the store
- *                   buffer at the end of every region).  Threads beyond
+ *                   buffer at the end of every region).  Two writers of a
+ *                   slot (a process left over from a job's previous
+ *                   instance, whose threads' claims the engine forgot; a
+ *                   child made by a raw clone()) may lose counts, and a
+ *                   step whose sum went back counts none: the job's own
+ *                   signal only.  Threads beyond
  *                   CS_OMPPAGE_SLOTS count in regions with a fetch-add.
  *                   Untrusted: the engine reads team, regions and the
  *                   slots only (never nslots), bounds them (team <=

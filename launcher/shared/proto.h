@@ -103,9 +103,10 @@ int cs_req_add(char *b, size_t len, const char *key, const char *fmt, ...)
  * ECONNREFUSED mean "no engine"). */
 int cs_proto_call(const char *path, const char *req, char *reply, size_t len, int timeout_ms,
                   char *why, size_t whylen);
-/* The same, and *fdp the one descriptor the reply carried (close-on-exec,
- * the caller's to close), -1 when none; a reply carrying more than one, or
- * a call that fails, leaves none open. */
+/* The same, and *fdp the descriptor the reply carried (close-on-exec, the
+ * caller's to close), -1 when none: the first that came alone in its
+ * message; one that came with others or truncated, and any after the
+ * first, are closed, and a call that fails leaves none open. */
 int cs_proto_call_fd(const char *path, const char *req, char *reply, size_t len, int timeout_ms, int *fdp,
                      char *why, size_t whylen);
 
