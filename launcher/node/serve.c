@@ -323,14 +323,10 @@ static void task_remove(struct cs_engine *e, struct cs_job *j, int k, const char
 }
 
 /* The OK of a registration of j: its id and the policy, and its OpenMP page
- * in *page_fd (-1: none) when the task asked for it (omp_page=1). */
-static void register_ok(struct cs_engine *e, struct cs_job *j, const struct cs_msg *m, char *rep, size_t len,
-                        int *page_fd)
+ * in *page_fd (-1: none) when the task asked for it (want: omp_page=1). */
+static void register_ok(struct cs_engine *e, struct cs_job *j, long want, char *rep, size_t len, int *page_fd)
 {
-    char err[128];
-    long want = 0;
-
-    if (cs_msg_long(m, "omp_page", 0, 1, 1, &want, err, sizeof err) == 0 && want)
+    if (want)
         *page_fd = cs_engine_omp_page(e, j);
     snprintf(rep, len, "OK id=%d policy=%s%s%s", j->id, cs_policy_name(e->policy),
              cs_policy_shares_cpus(e->policy) ? " shares_cpus=1" : "", *page_fd >= 0 ? " omp_page=1" : "");
@@ -342,7 +338,7 @@ static int do_register(struct cs_engine *e, const struct cs_msg *m, pid_t peer, 
 {
     struct cs_serve *s = srv(e);
     char err[PATH_MAX + 256];
-    long job, step, uid, pid, v;
+    long job, step, uid, pid, v, want_page = 0;
     const char *pol = cs_msg_get(m, "policy");
     struct cs_job *j;
     int rf = RF_REQUEST;
@@ -352,7 +348,7 @@ static int do_register(struct cs_engine *e, const struct cs_msg *m, pid_t peer, 
         cs_msg_long(m, "step", 0, 0xffffffffL, 0, &step, err, sizeof err) < 0 ||
         cs_msg_long(m, "uid", 0, 0x7fffffffL, 0, &uid, err, sizeof err) < 0 ||
         cs_msg_long(m, "pid", 2, INT_MAX, 0, &pid, err, sizeof err) < 0 ||
-        cs_msg_long(m, "omp_page", 0, 1, 1, &v, err, sizeof err) < 0)
+        cs_msg_long(m, "omp_page", 0, 1, 1, &want_page, err, sizeof err) < 0)
         goto bad;
     if (!cs_msg_get(m, "cores")) {
         snprintf(err, sizeof err, "register: key 'cores' missing");
@@ -372,7 +368,7 @@ static int do_register(struct cs_engine *e, const struct cs_msg *m, pid_t peer, 
         hwloc_bitmap_free(cpus);
         for (int k = 0; k < sv->nt; k++)
             if (sv->t[k].pid == (pid_t)pid) {
-                register_ok(e, j, m, rep, len, page_fd);
+                register_ok(e, j, want_page, rep, len, page_fd);
                 return 0;
             }
         struct task *nt = realloc(sv->t, (sv->nt + 1) * sizeof *nt);
@@ -389,7 +385,7 @@ static int do_register(struct cs_engine *e, const struct cs_msg *m, pid_t peer, 
          * (v2 without cpuset binds thread by thread): it joins them now */
         if (!hwloc_bitmap_isequal(j->cpus, cs_job_home(e, j)) && e->ctl->set_cpus(e, j, j->cpus, j->mems) < 0)
             cs_warn("step %s: task %ld joined but could not be moved to the step's cpus", j->name, pid);
-        register_ok(e, j, m, rep, len, page_fd);
+        register_ok(e, j, want_page, rep, len, page_fd);
         return 0;
     }
     /* a new step: the policy it asks for, if the engine is idle */
@@ -475,7 +471,7 @@ static int do_register(struct cs_engine *e, const struct cs_msg *m, pid_t peer, 
     managed_update(e);
     cs_info("step %s (uid %ld, %s) joined: cores %s%s", j->name, uid, sv->prog, cs_msg_get(m, "cores"),
             j->nofreeze ? ", spans nodes: never frozen" : "");
-    register_ok(e, j, m, rep, len, page_fd);
+    register_ok(e, j, want_page, rep, len, page_fd);
     s->accepted++;
     return 1;
 bad:
