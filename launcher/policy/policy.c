@@ -55,6 +55,12 @@
 #include <lualib.h>
 
 #include "policy/policy.h"
+#include "core/log.h"
+#include "core/util.h"
+#include "core/topo.h"
+#include "core/job.h"
+#include "core/store.h"
+#include "core/engine_state.h"
 #include "counters/counters.h"
 #include "core/json.h"
 

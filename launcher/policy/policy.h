@@ -9,7 +9,7 @@
 #ifndef COSCHED_POLICY_H
 #define COSCHED_POLICY_H
 
-#include "core/core.h"
+#include "core/engine_state.h"
 
 #define CS_POLICY_API 1
 
