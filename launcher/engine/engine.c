@@ -50,13 +50,13 @@
 #include "core/util.h"
 #include "core/topo.h"
 #include "core/job.h"
-#include "core/numa.h"
 #include "core/engine_state.h"
 #include "control/control.h"
 #include "counters/counters.h"
 #include "policy/policy.h"
 #include "shared/ompinject.h"
 #include "engine/omppage.h"
+#include "engine/numa.h"
 #include "core/json.h"
 
 /* The run's host (engine.h, struct cs_host_ops): a model in virtual time, or

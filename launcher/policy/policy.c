@@ -63,6 +63,7 @@
 #include "core/engine_state.h"
 #include "counters/counters.h"
 #include "core/json.h"
+#include "engine/results.h"    /* up a floor until the plan carries its results (POL) */
 
 #ifndef COSCHED_DATADIR
 #define COSCHED_DATADIR "/usr/local/share/cosched"

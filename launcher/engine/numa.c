@@ -21,7 +21,7 @@
 #include "core/util.h"
 #include "core/topo.h"
 #include "core/job.h"
-#include "core/numa.h"
+#include "engine/numa.h"
 #include "core/engine_state.h"
 
 int cs_numa_resident(pid_t pid, double *bytes, int nnodes)

@@ -1,12 +1,13 @@
 /*
- * core/numa.h - where a job's memory is (numa.c): bytes per NUMA node, from
- * /proc/PID/numa_maps, for the NUMA policies' snapshot.
+ * engine/numa.h - where a job's memory is (numa.c): bytes per NUMA node, from
+ * /proc/PID/numa_maps, sampled by the engine once an epoch for the NUMA
+ * policies' snapshot.
  *
- * Used by engine/ (once an epoch) and by the tests.  Uses libc; reads
- * struct cs_engine (core/engine_state.h).
+ * Used by engine/ only.  Uses libc and core/ (struct cs_engine's jobs and
+ * topology).
  */
-#ifndef COSCHED_CORE_NUMA_H
-#define COSCHED_CORE_NUMA_H
+#ifndef COSCHED_ENGINE_NUMA_H
+#define COSCHED_ENGINE_NUMA_H
 
 #include <sys/types.h>
 
