@@ -17,6 +17,90 @@
 #include "cli/cli.h"
 #include "core/json.h"
 
+/* ---------------------------------------------------- profiles for people */
+
+static void cs_profile_num(char *buf, size_t len, int v)
+{
+    if (v < 10)
+        snprintf(buf, len, "%d", v);
+    else
+        snprintf(buf, len, "0x%x", v);
+}
+
+static const char *cs_profile_vendor_name(enum cs_vendor v)
+{
+    return v == CS_VENDOR_INTEL ? "intel" : v == CS_VENDOR_AMD ? "amd" : "any";
+}
+
+/* "intel 6 0x4f,0x56", "amd 0x19 0x00-0x0f,0x20-0x5f", "any (test)" */
+static void cs_profile_arch(const struct cs_profile *p, char *buf, size_t len)
+{
+    size_t k = (size_t)snprintf(buf, len, "%s", cs_profile_vendor_name(p->vendor));
+    char num[16];
+
+    if (p->family >= 0 && k < len) {
+        cs_profile_num(num, sizeof num, p->family);
+        k += (size_t)snprintf(buf + k, len - k, " %s", num);
+    }
+    for (int i = 0; i < p->nmodels && k < len; i++) {
+        if (p->models[i].lo == p->models[i].hi)
+            k += (size_t)snprintf(buf + k, len - k, "%s0x%02x", i ? "," : " ", p->models[i].lo);
+        else
+            k += (size_t)snprintf(buf + k, len - k, "%s0x%02x-0x%02x", i ? "," : " ", p->models[i].lo, p->models[i].hi);
+    }
+    if (p->test && k < len)
+        snprintf(buf + k, len - k, " (test)");
+}
+
+/* Why no profile matches cpu (cpu->known). */
+static void cs_profile_why_none(const struct cs_cpuid *cpu, const struct cs_profile_entry *v, int n, char *const *dirs, int ndirs,
+                     char *buf, size_t len)
+{
+    enum cs_vendor want = cs_profile_vendor_of(cpu->vendor);
+    size_t k = 0;
+    char num[16];
+    int nok = 0, ntest = 0, same_family = 0;
+
+    for (int i = 0; i < n; i++)
+        if (v[i].p) {
+            if (v[i].p->test)
+                ntest++;
+            else
+                nok++;
+        }
+    if (nok == 0) {
+        k += (size_t)snprintf(buf + k, len - k, "no hardware profile was found in");
+        for (int i = 0; i < ndirs && k < len; i++)
+            k += (size_t)snprintf(buf + k, len - k, "%s %s", i ? "," : "", dirs[i]);
+    } else if (want == CS_VENDOR_ANY) {
+        snprintf(buf, len, "vendor '%s' is neither GenuineIntel nor AuthenticAMD and no profile is for any vendor",
+                 cpu->vendor);
+        return;
+    } else {
+        cs_profile_num(num, sizeof num, cpu->family);
+        k += (size_t)snprintf(buf + k, len - k, "no profile covers %s family %s model 0x%02x", cs_profile_vendor_name(want),
+                              num, cpu->model);
+        for (int i = 0; i < n && k < len; i++) {
+            const struct cs_profile *p = v[i].p;
+            if (p && !p->test && p->vendor == want && p->family == cpu->family) {
+                k += (size_t)snprintf(buf + k, len - k, "%s%s (", same_family++ ? ", " : "; this family has: ",
+                                      p->name);
+                for (int m = 0; m < p->nmodels && k < len; m++)
+                    k += (size_t)snprintf(buf + k, len - k, p->models[m].lo == p->models[m].hi ? "%s0x%02x"
+                                          : "%s0x%02x-0x%02x", m ? "," : "", p->models[m].lo, p->models[m].hi);
+                if (k < len)
+                    k += (size_t)snprintf(buf + k, len - k, ")");
+            }
+        }
+        if (!same_family && k < len)
+            k += (size_t)snprintf(buf + k, len - k, "; no profile is for that family");
+    }
+    if (ntest && k < len)
+        k += (size_t)snprintf(buf + k, len - k, "; test profiles are never matched");
+    if (k < len)
+        snprintf(buf + k, len - k, " (write profiles/<arch>.txt for this CPU, or pass --profile-path DIR)");
+}
+
 static int lint_files(char **files, int nfiles)
 {
     int bad = 0;

@@ -1,6 +1,8 @@
 /*
- * profile.c - counter profiles (profiles/<arch>.txt): parser, formula
- * compiler and evaluator, matching against the CPU, `cosched profiles`.
+ * profile.c - counter profiles (profiles/<arch>.txt): the parser of the file
+ * (lines and sections; perfspec.c parses perf=SPEC, formula.c compiles and
+ * evaluates the formulas), the search path, matching against the CPU.
+ * `cosched profiles` shows them (cli/profiles.c).
  *
  * File format (profiles/README.md has the long version).  Line oriented; '#'
  * at the start of a line (after blanks) makes a comment; blank lines are
@@ -59,14 +61,13 @@
 #include <strings.h>
 #include <unistd.h>
 #include "counters/counters.h"
+#include "counters/profile_parse.h"
 #include "core/log.h"
 #include "core/util.h"
 
 #ifndef COSCHED_SYSCONFDIR
 #define COSCHED_SYSCONFDIR "/etc/cosched"
 #endif
-
-#define CS_CLSIZE 64.0
 
 const char *const cs_required_metrics[] = {
     "instructions", "cycles", "ipc", "bw_l1", "bw_l2", "bw_llc", "mem_bw",
@@ -78,46 +79,6 @@ const char *const cs_required_metrics[] = {
 static const char *const gbs_metrics[] = { "bw_l1", "bw_l2", "bw_llc", "mem_bw", NULL };
 
 static const char *const section_names = "SHORT, ARCH, SOURCE, CAVEAT, EVENTSET, METRICS, LONG";
-
-/* ------------------------------------------------------------------ memory */
-
-static void *xcalloc(size_t n, size_t size)
-{
-    void *p = calloc(n ? n : 1, size);
-    if (p == NULL)
-        abort();  /* as cs_strdup_printf: nothing sensible left to do */
-    return p;
-}
-
-static void *xrealloc(void *p, size_t size)
-{
-    p = realloc(p, size ? size : 1);
-    if (p == NULL)
-        abort();
-    return p;
-}
-
-static char *xstrndup(const char *s, size_t n)
-{
-    char *d = strndup(s, n);
-    if (d == NULL)
-        abort();
-    return d;
-}
-
-static char *xstrdup(const char *s)
-{
-    return xstrndup(s, strlen(s));
-}
-
-static void expr_free(struct cs_expr *e)
-{
-    if (e == NULL)
-        return;
-    expr_free(e->l);
-    expr_free(e->r);
-    free(e);
-}
 
 void cs_profile_free(struct cs_profile *p)
 {
@@ -145,7 +106,7 @@ void cs_profile_free(struct cs_profile *p)
         free(m->unit);
         free(m->reason);
         free(m->formula);
-        expr_free(m->expr);
+        cs_profile_expr_free(m->expr);
     }
     free(p->metrics);
     free(p);
@@ -159,572 +120,6 @@ const char *cs_scope_name(enum cs_scope s)
     case CS_SCOPE_SOCKET: return "socket";
     }
     return "?";
-}
-
-/* ----------------------------------------------------------- parser state */
-
-struct parse {
-    const char *file;
-    int line;
-    int col;                 /* 1-based column of the error, 0: none */
-    char err[600];
-    const char *linebuf;     /* the current line, for columns */
-    struct cs_profile *p;
-    int cur_metric;          /* index of the metric being compiled */
-};
-
-static int fail(struct parse *ps, const char *at, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-/* Record the (first) error; at points into the current line or is NULL. */
-static int fail(struct parse *ps, const char *at, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (ps->err[0])
-        return -1;
-    va_start(ap, fmt);
-    vsnprintf(ps->err, sizeof ps->err, fmt, ap);
-    va_end(ap);
-    ps->col = (at && ps->linebuf) ? (int)(at - ps->linebuf) + 1 : 0;
-    return -1;
-}
-
-static const char *skip_ws(const char *s)
-{
-    while (*s == ' ' || *s == '\t')
-        s++;
-    return s;
-}
-
-/* Next blank-separated word of *s: returns its start and sets *len, advances
- * *s; NULL at the end of the line. */
-static const char *next_word(const char **s, size_t *len)
-{
-    const char *b = skip_ws(*s), *e = b;
-    if (*b == '\0') {
-        *s = b;
-        return NULL;
-    }
-    while (*e && *e != ' ' && *e != '\t')
-        e++;
-    *len = (size_t)(e - b);
-    *s = e;
-    return b;
-}
-
-static int word_is(const char *w, size_t len, const char *lit)
-{
-    return strlen(lit) == len && strncmp(w, lit, len) == 0;
-}
-
-/* Unsigned number: decimal or 0x hex, the whole of [s, s+len). */
-static int parse_uint(const char *s, size_t len, unsigned long long max, unsigned long long *out)
-{
-    char buf[32], *end;
-    unsigned long long v;
-
-    if (len == 0 || len >= sizeof buf || !isdigit((unsigned char)s[0]))
-        return -1;
-    memcpy(buf, s, len);
-    buf[len] = '\0';
-    errno = 0;
-    v = strtoull(buf, &end, 0);
-    if (errno || *end != '\0' || v > max)
-        return -1;
-    *out = v;
-    return 0;
-}
-
-/* --------------------------------------------------------------- perf= */
-
-struct named { const char *name; unsigned long long config; };
-
-static const struct named hw_events[] = {
-    { "cycles", PERF_COUNT_HW_CPU_CYCLES }, { "cpu-cycles", PERF_COUNT_HW_CPU_CYCLES },
-    { "instructions", PERF_COUNT_HW_INSTRUCTIONS },
-    { "cache-references", PERF_COUNT_HW_CACHE_REFERENCES },
-    { "cache-misses", PERF_COUNT_HW_CACHE_MISSES },
-    { "branches", PERF_COUNT_HW_BRANCH_INSTRUCTIONS },
-    { "branch-instructions", PERF_COUNT_HW_BRANCH_INSTRUCTIONS },
-    { "branch-misses", PERF_COUNT_HW_BRANCH_MISSES },
-    { "bus-cycles", PERF_COUNT_HW_BUS_CYCLES },
-    { "stalled-cycles-frontend", PERF_COUNT_HW_STALLED_CYCLES_FRONTEND },
-    { "stalled-cycles-backend", PERF_COUNT_HW_STALLED_CYCLES_BACKEND },
-    { "ref-cycles", PERF_COUNT_HW_REF_CPU_CYCLES },
-    { NULL, 0 },
-};
-
-static const struct named sw_events[] = {
-    { "cpu-clock", PERF_COUNT_SW_CPU_CLOCK }, { "task-clock", PERF_COUNT_SW_TASK_CLOCK },
-    { "page-faults", PERF_COUNT_SW_PAGE_FAULTS }, { "faults", PERF_COUNT_SW_PAGE_FAULTS },
-    { "context-switches", PERF_COUNT_SW_CONTEXT_SWITCHES }, { "cs", PERF_COUNT_SW_CONTEXT_SWITCHES },
-    { "cpu-migrations", PERF_COUNT_SW_CPU_MIGRATIONS }, { "migrations", PERF_COUNT_SW_CPU_MIGRATIONS },
-    { "minor-faults", PERF_COUNT_SW_PAGE_FAULTS_MIN }, { "major-faults", PERF_COUNT_SW_PAGE_FAULTS_MAJ },
-    { "alignment-faults", PERF_COUNT_SW_ALIGNMENT_FAULTS },
-    { "emulation-faults", PERF_COUNT_SW_EMULATION_FAULTS },
-    { "dummy", PERF_COUNT_SW_DUMMY },
-    { "cgroup-switches", 11 },  /* PERF_COUNT_SW_CGROUP_SWITCHES, Linux >= 5.13 */
-    { NULL, 0 },
-};
-
-static const struct named cache_ids[] = {
-    { "L1-dcache", PERF_COUNT_HW_CACHE_L1D }, { "L1-icache", PERF_COUNT_HW_CACHE_L1I },
-    { "LLC", PERF_COUNT_HW_CACHE_LL }, { "dTLB", PERF_COUNT_HW_CACHE_DTLB },
-    { "iTLB", PERF_COUNT_HW_CACHE_ITLB }, { "branch", PERF_COUNT_HW_CACHE_BPU },
-    { "node", PERF_COUNT_HW_CACHE_NODE }, { NULL, 0 },
-};
-
-static const struct named cache_ops[] = {
-    { "load", PERF_COUNT_HW_CACHE_OP_READ }, { "loads", PERF_COUNT_HW_CACHE_OP_READ },
-    { "store", PERF_COUNT_HW_CACHE_OP_WRITE }, { "stores", PERF_COUNT_HW_CACHE_OP_WRITE },
-    { "prefetch", PERF_COUNT_HW_CACHE_OP_PREFETCH },
-    { "prefetches", PERF_COUNT_HW_CACHE_OP_PREFETCH }, { NULL, 0 },
-};
-
-static const struct named *find_named(const struct named *t, const char *s, size_t len)
-{
-    for (; t->name; t++)
-        if (word_is(s, len, t->name))
-            return t;
-    return NULL;
-}
-
-static void list_names(const struct named *t, char *buf, size_t len)
-{
-    size_t k = 0;
-    buf[0] = '\0';
-    for (; t->name && k + 2 < len; t++)
-        k += (size_t)snprintf(buf + k, len - k, "%s%s", k ? ", " : "", t->name);
-}
-
-/* "L1-dcache-load-misses" -> config */
-static int parse_cache_name(struct parse *ps, const char *s, uint64_t *config)
-{
-    const char *dash, *op, *res;
-    const struct named *id = NULL, *o;
-    char names[200];
-
-    /* the cache id may itself contain a dash (L1-dcache): try every prefix */
-    for (dash = strchr(s, '-'); dash; dash = strchr(dash + 1, '-'))
-        if ((id = find_named(cache_ids, s, (size_t)(dash - s))) != NULL)
-            break;
-    if (id == NULL) {
-        list_names(cache_ids, names, sizeof names);
-        return fail(ps, NULL, "perf=cache:%s: expected a cache (%s) followed by -load, -store or -prefetch", s, names);
-    }
-    op = dash + 1;
-    res = strchr(op, '-');
-    o = find_named(cache_ops, op, res ? (size_t)(res - op) : strlen(op));
-    if (o == NULL)
-        return fail(ps, NULL, "perf=cache:%s: expected -load(s), -store(s) or -prefetch(es) after '%.*s'",
-                    s, (int)(dash - s), s);
-    if (res && strcmp(res, "-misses") != 0)
-        return fail(ps, NULL, "perf=cache:%s: expected nothing or -misses after '%.*s', got '%s'",
-                    s, (int)(res - s), s, res);
-    *config = id->config | (o->config << 8) |
-              ((uint64_t)(res ? PERF_COUNT_HW_CACHE_RESULT_MISS : PERF_COUNT_HW_CACHE_RESULT_ACCESS) << 16);
-    return 0;
-}
-
-/* "event=0x51,umask=0x01,cmask=1,inv,config1=0x3f" or "0x01b7[,config1=..]" */
-static int parse_terms(struct parse *ps, const char *spec, const char *terms, int need_event,
-                       uint64_t *config, uint64_t *config1, int *as_terms)
-{
-    unsigned long long event = 0, umask = 0, cmask = 0, v;
-    int have_event = 0, have_raw = 0, inv = 0, edge = 0, any = 0;
-    const char *t = terms;
-
-    *config1 = 0;
-    *as_terms = 0;
-    if (*t == '\0')
-        return fail(ps, NULL, "perf=%s: expected event=0xNN[,umask=0xNN...] or 0xCONFIG after ':'", spec);
-    while (*t) {
-        const char *end = strchr(t, ','), *eq;
-        size_t len = end ? (size_t)(end - t) : strlen(t), klen;
-
-        eq = memchr(t, '=', len);
-        klen = eq ? (size_t)(eq - t) : len;
-        if (len == 0)
-            return fail(ps, NULL, "perf=%s: empty term (two commas?)", spec);
-        if (t == terms && eq == NULL && isdigit((unsigned char)*t)) {
-            if (parse_uint(t, len, UINT64_MAX, &v) < 0)
-                return fail(ps, NULL, "perf=%s: '%.*s' is not a number (0x hex or decimal)", spec, (int)len, t);
-            *config = v;
-            have_raw = 1;
-        } else if (eq == NULL && (word_is(t, len, "inv") || word_is(t, len, "edge") || word_is(t, len, "any"))) {
-            if (word_is(t, len, "inv"))
-                inv = 1;
-            else if (word_is(t, len, "edge"))
-                edge = 1;
-            else
-                any = 1;
-            *as_terms = 1;
-        } else if (eq == NULL) {
-            return fail(ps, NULL, "perf=%s: expected KEY=VALUE (event, umask, cmask, config1) or inv/edge/any, got '%.*s'",
-                        spec, (int)len, t);
-        } else {
-            const char *val = eq + 1;
-            size_t vlen = len - klen - 1;
-            unsigned long long max = word_is(t, klen, "event") ? 0xfff
-                                   : word_is(t, klen, "config1") ? UINT64_MAX : 0xff;
-            if (!word_is(t, klen, "event") && !word_is(t, klen, "umask") && !word_is(t, klen, "cmask") &&
-                !word_is(t, klen, "config1") && !word_is(t, klen, "inv") && !word_is(t, klen, "edge") &&
-                !word_is(t, klen, "any"))
-                return fail(ps, NULL, "perf=%s: unknown term '%.*s' (expected event, umask, cmask, inv, edge, any, config1)",
-                            spec, (int)klen, t);
-            if (parse_uint(val, vlen, max, &v) < 0)
-                return fail(ps, NULL, "perf=%s: %.*s= expects a number from 0 to 0x%llx (0x hex or decimal), got '%.*s'",
-                            spec, (int)klen, t, max, (int)vlen, val);
-            if (word_is(t, klen, "event")) {
-                event = v;
-                have_event = 1;
-            } else if (word_is(t, klen, "umask"))
-                umask = v;
-            else if (word_is(t, klen, "cmask"))
-                cmask = v;
-            else if (word_is(t, klen, "config1"))
-                *config1 = v;
-            else if (word_is(t, klen, "inv"))
-                inv = v != 0;
-            else if (word_is(t, klen, "edge"))
-                edge = v != 0;
-            else
-                any = v != 0;
-            if (!word_is(t, klen, "config1"))
-                *as_terms = 1;
-        }
-        t = end ? end + 1 : t + len;
-        if (end && *t == '\0')
-            return fail(ps, NULL, "perf=%s: expected a term after the last ','", spec);
-    }
-    if (have_raw && *as_terms)
-        return fail(ps, NULL, "perf=%s: give either a raw 0xCONFIG or event=/umask= terms, not both", spec);
-    if (!have_raw && !have_event && (need_event || *as_terms))
-        return fail(ps, NULL, "perf=%s: expected event=0xNN among the terms", spec);
-    if (have_event)
-        *config = (event & 0xff) | (((event >> 8) & 0xf) << 32) | (umask << 8) | ((uint64_t)edge << 18) |
-                  ((uint64_t)any << 21) | ((uint64_t)inv << 23) | (cmask << 24);
-    return 0;
-}
-
-static int parse_perf(struct parse *ps, struct cs_event *ev, const char *spec)
-{
-    const char *colon = strchr(spec, ':'), *arg;
-    char names[400];
-    int as_terms = 0;
-
-    ev->perf_spec = xstrdup(spec);
-    if (colon == NULL)
-        return fail(ps, NULL, "perf=%s: expected hw:NAME, sw:NAME, cache:NAME, raw:... or pmu:NAME:...", spec);
-    arg = colon + 1;
-    if (word_is(spec, (size_t)(colon - spec), "hw") || word_is(spec, (size_t)(colon - spec), "sw")) {
-        int hw = spec[0] == 'h';
-        const struct named *n = find_named(hw ? hw_events : sw_events, arg, strlen(arg));
-        if (n == NULL) {
-            list_names(hw ? hw_events : sw_events, names, sizeof names);
-            return fail(ps, NULL, "perf=%s: unknown %s event '%s' (known: %s)", spec,
-                        hw ? "hardware" : "software", arg, names);
-        }
-        ev->perf_kind = hw ? CS_PERF_HW : CS_PERF_SW;
-        ev->perf_type = hw ? PERF_TYPE_HARDWARE : PERF_TYPE_SOFTWARE;
-        ev->perf_config = n->config;
-        return 0;
-    }
-    if (word_is(spec, (size_t)(colon - spec), "cache")) {
-        ev->perf_kind = CS_PERF_CACHE;
-        ev->perf_type = PERF_TYPE_HW_CACHE;
-        return parse_cache_name(ps, arg, &ev->perf_config);
-    }
-    if (word_is(spec, (size_t)(colon - spec), "raw")) {
-        ev->perf_kind = CS_PERF_RAW;
-        ev->perf_type = PERF_TYPE_RAW;
-        if (parse_terms(ps, spec, arg, 1, &ev->perf_config, &ev->perf_config1, &as_terms) < 0)
-            return -1;
-        if (as_terms)
-            ev->perf_terms = xstrdup(arg);
-        return 0;
-    }
-    if (word_is(spec, (size_t)(colon - spec), "pmu")) {
-        const char *c2 = strchr(arg, ':');
-        size_t nlen = c2 ? (size_t)(c2 - arg) : 0;
-        if (c2 == NULL || nlen == 0)
-            return fail(ps, NULL, "perf=%s: expected pmu:NAME:TERMS (e.g. pmu:uncore_imc_*:event=0x04,umask=0x03)", spec);
-        for (size_t i = 0; i < nlen; i++)
-            if (!(isalnum((unsigned char)arg[i]) || arg[i] == '_' || (arg[i] == '*' && i == nlen - 1)))
-                return fail(ps, NULL, "perf=%s: PMU name '%.*s' may hold letters, digits and _ and end in _*",
-                            spec, (int)nlen, arg);
-        if (arg[nlen - 1] == '*') {
-            if (nlen < 3 || arg[nlen - 2] != '_')
-                return fail(ps, NULL, "perf=%s: a PMU wildcard is written NAME_* (every NAME_<number>)", spec);
-            ev->perf_pmu = xstrndup(arg, nlen - 2);
-            ev->perf_pmu_all = 1;
-        } else
-            ev->perf_pmu = xstrndup(arg, nlen);
-        ev->perf_kind = CS_PERF_PMU;
-        ev->perf_type = CS_PERF_TYPE_DYNAMIC;
-        if (parse_terms(ps, spec, c2 + 1, 1, &ev->perf_config, &ev->perf_config1, &as_terms) < 0)
-            return -1;
-        if (as_terms)
-            ev->perf_terms = xstrdup(c2 + 1);
-        return 0;
-    }
-    return fail(ps, NULL, "perf=%s: unknown kind '%.*s' (expected hw, sw, cache, raw or pmu)", spec,
-                (int)(colon - spec), spec);
-}
-
-/* ------------------------------------------------------------ formulas */
-
-struct xp {
-    struct parse *ps;
-    const char *s;           /* cursor in the current line */
-    unsigned uses;           /* bit per scope used (1 << enum cs_scope) */
-    int depth;
-    int nodes;               /* bounded: eval and free recurse over the tree */
-};
-
-#define CS_MAX_NODES 4096
-
-/* Operators and metric references of e, the metrics it uses expanded (what
- * one evaluation walks); the count stops soon after it passes limit. */
-static int expr_cost(const struct cs_profile *p, const struct cs_expr *e, int limit)
-{
-    int n;
-    if (e == NULL || limit < 0)
-        return 0;
-    if (e->op == CS_EX_METRIC)
-        return 1 + expr_cost(p, p->metrics[e->index].expr, limit - 1);
-    n = e->l && e->r ? 1 : 0;
-    if (n <= limit)
-        n += expr_cost(p, e->l, limit - n);
-    if (n <= limit)
-        n += expr_cost(p, e->r, limit - n);
-    return n;
-}
-
-static struct cs_expr *node(enum cs_expr_op op, struct cs_expr *l, struct cs_expr *r)
-{
-    struct cs_expr *e = xcalloc(1, sizeof *e);
-    e->op = op;
-    e->l = l;
-    e->r = r;
-    e->index = -1;
-    return e;
-}
-
-static struct cs_expr *parse_sum(struct xp *x);
-
-static void slot_list(const struct cs_profile *p, char *buf, size_t len)
-{
-    size_t k = 0;
-    buf[0] = '\0';
-    for (int i = 0; i < p->nevents && k + 16 < len; i++)
-        k += (size_t)snprintf(buf + k, len - k, "%s%s", i ? " " : "", p->events[i].slot);
-}
-
-static struct cs_expr *parse_primary(struct xp *x)
-{
-    struct parse *ps = x->ps;
-    const char *s = skip_ws(x->s);
-    struct cs_expr *e;
-
-    x->s = s;
-    if (*s == '(') {
-        const char *open = s;
-        if (++x->depth > 64) {
-            fail(ps, s, "formula nested too deeply (more than 64 parentheses)");
-            return NULL;
-        }
-        x->s = s + 1;
-        if ((e = parse_sum(x)) == NULL)
-            return NULL;
-        x->s = skip_ws(x->s);
-        if (*x->s != ')') {
-            expr_free(e);
-            if (*x->s == '\0')
-                fail(ps, x->s, "expected ')' to close the '(' at column %d, but the formula ends",
-                     (int)(open - ps->linebuf) + 1);
-            else
-                fail(ps, x->s, "expected ')' to close the '(' at column %d, got '%c'",
-                     (int)(open - ps->linebuf) + 1, *x->s);
-            return NULL;
-        }
-        x->s++;
-        x->depth--;
-        return e;
-    }
-    if (isdigit((unsigned char)*s) || (*s == '.' && isdigit((unsigned char)s[1]))) {
-        const char *p = s;
-        char buf[64];
-        int digits = 0;
-        while (isdigit((unsigned char)*p))
-            p++, digits++;
-        if (*p == '.') {
-            p++;
-            while (isdigit((unsigned char)*p))
-                p++, digits++;
-        }
-        if (*p == 'e' || *p == 'E') {
-            const char *q = p + 1;
-            if (*q == '+' || *q == '-')
-                q++;
-            if (!isdigit((unsigned char)*q)) {
-                fail(ps, s, "malformed number '%.*s' (expected digits after the exponent)", (int)(q - s), s);
-                return NULL;
-            }
-            while (isdigit((unsigned char)*q))
-                q++;
-            p = q;
-        }
-        if (isalpha((unsigned char)*p) || *p == '_' || (size_t)(p - s) >= sizeof buf || digits == 0) {
-            fail(ps, s, "malformed number '%.*s'", (int)(p - s) + (isalnum((unsigned char)*p) ? 1 : 0), s);
-            return NULL;
-        }
-        memcpy(buf, s, (size_t)(p - s));
-        buf[p - s] = '\0';
-        e = node(CS_EX_NUM, NULL, NULL);
-        e->value = strtod(buf, NULL);
-        x->s = p;
-        return e;
-    }
-    if (isalpha((unsigned char)*s) || *s == '_') {
-        const char *p = s;
-        size_t len;
-        struct cs_profile *pr = ps->p;
-        while (isalnum((unsigned char)*p) || *p == '_')
-            p++;
-        len = (size_t)(p - s);
-        x->s = p;
-        if (word_is(s, len, "time"))
-            return node(CS_EX_TIME, NULL, NULL);
-        if (word_is(s, len, "cores"))
-            return node(CS_EX_CORES, NULL, NULL);
-        if (word_is(s, len, "clsize"))
-            return node(CS_EX_CLSIZE, NULL, NULL);
-        for (int i = 0; i < pr->nevents; i++)
-            if (word_is(s, len, pr->events[i].slot)) {
-                e = node(CS_EX_SLOT, NULL, NULL);
-                e->index = i;
-                x->uses |= 1u << pr->events[i].scope;
-                return e;
-            }
-        for (int i = 0; i < pr->nmetrics; i++)
-            if (word_is(s, len, pr->metrics[i].name)) {
-                struct cs_metric *m = &pr->metrics[i];
-                if (i == ps->cur_metric) {
-                    fail(ps, s, "metric '%.*s' refers to itself", (int)len, s);
-                    return NULL;
-                }
-                if (!m->available) {
-                    fail(ps, s, "metric '%.*s' is declared unavailable (line %d) and cannot be used in a formula",
-                         (int)len, s, m->line);
-                    return NULL;
-                }
-                /* cs_profile_eval() evaluates a metric where it is used:
-                 * bound the whole walk, or m1 m0*m0, m2 m1*m1 ... doubles it
-                 * at every line (and the engine evaluates every quantum) */
-                x->nodes += expr_cost(pr, m->expr, CS_MAX_NODES - x->nodes) + 1;
-                if (x->nodes > CS_MAX_NODES) {
-                    fail(ps, s, "formula too long (more than %d operators and metric references, the "
-                         "metrics it uses counted in full); '%.*s' alone is %d", CS_MAX_NODES, (int)len, s,
-                         expr_cost(pr, m->expr, CS_MAX_NODES));
-                    return NULL;
-                }
-                e = node(CS_EX_METRIC, NULL, NULL);
-                e->index = i;
-                x->uses |= 1u << m->scope;
-                return e;
-            }
-        {
-            char slots[300];
-            slot_list(pr, slots, sizeof slots);
-            fail(ps, s, "unknown slot or variable '%.*s' (slots: %s; variables: time cores clsize; "
-                 "or a metric defined above)", (int)len, s, slots);
-        }
-        return NULL;
-    }
-    if (*s == '\0')
-        fail(ps, s, "expected a number, slot, variable or '(' but the formula ends here");
-    else if (*s == ')')
-        fail(ps, s, "unexpected ')' (no '(' to close)");
-    else
-        fail(ps, s, "expected a number, slot, variable or '(', got '%c'", *s);
-    return NULL;
-}
-
-static struct cs_expr *parse_unary(struct xp *x)
-{
-    const char *s = skip_ws(x->s);
-    if (*s == '-' || *s == '+') {
-        struct cs_expr *e;
-        if (++x->depth > 64) {
-            fail(x->ps, s, "formula nested too deeply (more than 64 signs)");
-            return NULL;
-        }
-        x->s = s + 1;
-        if ((e = parse_unary(x)) == NULL)
-            return NULL;
-        x->depth--;
-        return *s == '-' ? node(CS_EX_NEG, e, NULL) : e;
-    }
-    return parse_primary(x);
-}
-
-/* One level of left-associative binary operators: operands from next,
- * joined by op[0] (kind[0]) or op[1] (kind[1]). */
-static struct cs_expr *parse_binary(struct xp *x, struct cs_expr *(*next)(struct xp *),
-                                    const char op[2], const enum cs_expr_op kind[2])
-{
-    struct cs_expr *l = next(x), *r;
-    const char *s;
-
-    while (l && (s = skip_ws(x->s), *s == op[0] || *s == op[1])) {
-        if (++x->nodes > CS_MAX_NODES) {
-            expr_free(l);
-            fail(x->ps, s, "formula too long (more than %d operators)", CS_MAX_NODES);
-            return NULL;
-        }
-        x->s = s + 1;
-        if ((r = next(x)) == NULL) {
-            expr_free(l);
-            return NULL;
-        }
-        l = node(kind[*s == op[0] ? 0 : 1], l, r);
-    }
-    return l;
-}
-
-static struct cs_expr *parse_product(struct xp *x)
-{
-    static const enum cs_expr_op kind[2] = { CS_EX_MUL, CS_EX_DIV };
-    return parse_binary(x, parse_unary, "*/", kind);
-}
-
-static struct cs_expr *parse_sum(struct xp *x)
-{
-    static const enum cs_expr_op kind[2] = { CS_EX_ADD, CS_EX_SUB };
-    return parse_binary(x, parse_product, "+-", kind);
-}
-
-/* Compile the formula starting at s (inside ps->linebuf) into m. */
-static int compile_formula(struct parse *ps, struct cs_metric *m, const char *s)
-{
-    struct xp x = { .ps = ps, .s = s, .uses = 0, .depth = 0, .nodes = 0 };
-    struct cs_expr *e = parse_sum(&x);
-
-    if (e == NULL)
-        return -1;
-    x.s = skip_ws(x.s);
-    if (*x.s) {
-        expr_free(e);
-        if (*x.s == ')')
-            return fail(ps, x.s, "unexpected ')' (no '(' to close)");
-        return fail(ps, x.s, "expected an operator (+ - * /) or the end of the formula, got '%c'", *x.s);
-    }
-    m->expr = e;
-    m->scope = (x.uses & (1u << CS_SCOPE_SOCKET)) ? CS_SCOPE_SOCKET
-             : (x.uses & (1u << CS_SCOPE_UNCORE)) ? CS_SCOPE_UNCORE : CS_SCOPE_CORE;
-    return 0;
 }
 
 /* ---------------------------------------------------------------- lines */
@@ -755,7 +150,7 @@ static int parse_event_line(struct parse *ps, const char *line)
 {
     struct cs_profile *p = ps->p;
     const char *s = line, *slot, *name, *w;
-    size_t slen, nlen, wlen;
+    size_t slen = 0, nlen = 0, wlen = 0;
     struct cs_event *ev;
     int have_perf = 0, have_scope = 0, have_likwid = 0;
 
@@ -790,7 +185,7 @@ static int parse_event_line(struct parse *ps, const char *line)
             if (have_perf++)
                 r = fail(ps, w, "perf= given twice");
             else
-                r = parse_perf(ps, ev, val);
+                r = cs_profile_parse_perf(ps, ev, val);
         } else if (word_is(w, klen, "scope")) {
             if (have_scope++)
                 r = fail(ps, w, "scope= given twice");
@@ -828,7 +223,7 @@ static int parse_metric_line(struct parse *ps, const char *line)
 {
     struct cs_profile *p = ps->p;
     const char *s = line, *name, *rest;
-    size_t nlen;
+    size_t nlen = 0;
     struct cs_metric *m;
     char *unit = NULL;
 
@@ -874,7 +269,7 @@ static int parse_metric_line(struct parse *ps, const char *line)
     m->formula = xstrdup(rest);
     for (char *e = m->formula + strlen(m->formula); e > m->formula && (e[-1] == ' ' || e[-1] == '\t'); )
         *--e = '\0';
-    return compile_formula(ps, m, rest);
+    return cs_profile_compile_formula(ps, m, rest);
 }
 
 static int parse_number_or_any(const char *w, size_t len, int *out)
@@ -1129,43 +524,9 @@ int cs_profile_find_metric(const struct cs_profile *p, const char *name)
     return -1;
 }
 
-static double eval_expr(const struct cs_profile *p, const struct cs_expr *e, const double *counts,
-                        double seconds, int ncores)
-{
-    switch (e->op) {
-    case CS_EX_NUM: return e->value;
-    case CS_EX_SLOT: return counts[e->index];
-    case CS_EX_METRIC: return eval_expr(p, p->metrics[e->index].expr, counts, seconds, ncores);
-    case CS_EX_TIME: return seconds;
-    case CS_EX_CORES: return (double)ncores;
-    case CS_EX_CLSIZE: return CS_CLSIZE;
-    case CS_EX_NEG: return -eval_expr(p, e->l, counts, seconds, ncores);
-    case CS_EX_ADD: return eval_expr(p, e->l, counts, seconds, ncores) + eval_expr(p, e->r, counts, seconds, ncores);
-    case CS_EX_SUB: return eval_expr(p, e->l, counts, seconds, ncores) - eval_expr(p, e->r, counts, seconds, ncores);
-    case CS_EX_MUL: return eval_expr(p, e->l, counts, seconds, ncores) * eval_expr(p, e->r, counts, seconds, ncores);
-    case CS_EX_DIV: return eval_expr(p, e->l, counts, seconds, ncores) / eval_expr(p, e->r, counts, seconds, ncores);
-    }
-    return NAN;
-}
-
-int cs_profile_eval(const struct cs_profile *p, int metric_index, const double *counts, double seconds,
-                    int ncores, double *out)
-{
-    const struct cs_metric *m;
-
-    *out = NAN;
-    if (p == NULL || metric_index < 0 || metric_index >= p->nmetrics || counts == NULL)
-        return -1;
-    m = &p->metrics[metric_index];
-    if (!m->available || m->expr == NULL)
-        return -1;
-    *out = eval_expr(p, m->expr, counts, seconds, ncores);
-    return 0;
-}
-
 /* -------------------------------------------------------------- matching */
 
-static enum cs_vendor vendor_of(const char *v)
+enum cs_vendor cs_profile_vendor_of(const char *v)
 {
     if (v == NULL)
         return CS_VENDOR_ANY;
@@ -1178,7 +539,7 @@ static enum cs_vendor vendor_of(const char *v)
 
 int cs_profile_matches(const struct cs_profile *p, const char *vendor, int family, int model)
 {
-    enum cs_vendor v = vendor_of(vendor);
+    enum cs_vendor v = cs_profile_vendor_of(vendor);
     int ok = 0;
 
     if (p == NULL || p->test)
@@ -1281,7 +642,7 @@ char **cs_profile_search_path(char *const *extra, int nextra, int *n)
     return v;
 }
 
-/* ------------------------------------------- what cosched profiles shows */
+/* --------------------------------------------- the CPU's identification */
 
 /* This machine's CPU, from hwloc's info attributes of the first package. */
 void cs_cpuid_this(struct cs_cpuid *c)
@@ -1332,102 +693,6 @@ int cs_cpuid_parse(const char *s, struct cs_cpuid *c)
     c->family = (int)f;
     c->model = (int)m;
     c->known = 1;
-    return 0;
-}
-
-void cs_profile_num(char *buf, size_t len, int v)
-{
-    if (v < 10)
-        snprintf(buf, len, "%d", v);
-    else
-        snprintf(buf, len, "0x%x", v);
-}
-
-const char *cs_profile_vendor_name(enum cs_vendor v)
-{
-    return v == CS_VENDOR_INTEL ? "intel" : v == CS_VENDOR_AMD ? "amd" : "any";
-}
-
-/* "intel 6 0x4f,0x56", "amd 0x19 0x00-0x0f,0x20-0x5f", "any (test)" */
-void cs_profile_arch(const struct cs_profile *p, char *buf, size_t len)
-{
-    size_t k = (size_t)snprintf(buf, len, "%s", cs_profile_vendor_name(p->vendor));
-    char num[16];
-
-    if (p->family >= 0 && k < len) {
-        cs_profile_num(num, sizeof num, p->family);
-        k += (size_t)snprintf(buf + k, len - k, " %s", num);
-    }
-    for (int i = 0; i < p->nmodels && k < len; i++) {
-        if (p->models[i].lo == p->models[i].hi)
-            k += (size_t)snprintf(buf + k, len - k, "%s0x%02x", i ? "," : " ", p->models[i].lo);
-        else
-            k += (size_t)snprintf(buf + k, len - k, "%s0x%02x-0x%02x", i ? "," : " ", p->models[i].lo, p->models[i].hi);
-    }
-    if (p->test && k < len)
-        snprintf(buf + k, len - k, " (test)");
-}
-
-/* Why no profile matches cpu (cpu->known). */
-void cs_profile_why_none(const struct cs_cpuid *cpu, const struct cs_profile_entry *v, int n, char *const *dirs, int ndirs,
-                     char *buf, size_t len)
-{
-    enum cs_vendor want = vendor_of(cpu->vendor);
-    size_t k = 0;
-    char num[16];
-    int nok = 0, ntest = 0, same_family = 0;
-
-    for (int i = 0; i < n; i++)
-        if (v[i].p) {
-            if (v[i].p->test)
-                ntest++;
-            else
-                nok++;
-        }
-    if (nok == 0) {
-        k += (size_t)snprintf(buf + k, len - k, "no hardware profile was found in");
-        for (int i = 0; i < ndirs && k < len; i++)
-            k += (size_t)snprintf(buf + k, len - k, "%s %s", i ? "," : "", dirs[i]);
-    } else if (want == CS_VENDOR_ANY) {
-        snprintf(buf, len, "vendor '%s' is neither GenuineIntel nor AuthenticAMD and no profile is for any vendor",
-                 cpu->vendor);
-        return;
-    } else {
-        cs_profile_num(num, sizeof num, cpu->family);
-        k += (size_t)snprintf(buf + k, len - k, "no profile covers %s family %s model 0x%02x", cs_profile_vendor_name(want),
-                              num, cpu->model);
-        for (int i = 0; i < n && k < len; i++) {
-            const struct cs_profile *p = v[i].p;
-            if (p && !p->test && p->vendor == want && p->family == cpu->family) {
-                k += (size_t)snprintf(buf + k, len - k, "%s%s (", same_family++ ? ", " : "; this family has: ",
-                                      p->name);
-                for (int m = 0; m < p->nmodels && k < len; m++)
-                    k += (size_t)snprintf(buf + k, len - k, p->models[m].lo == p->models[m].hi ? "%s0x%02x"
-                                          : "%s0x%02x-0x%02x", m ? "," : "", p->models[m].lo, p->models[m].hi);
-                if (k < len)
-                    k += (size_t)snprintf(buf + k, len - k, ")");
-            }
-        }
-        if (!same_family && k < len)
-            k += (size_t)snprintf(buf + k, len - k, "; no profile is for that family");
-    }
-    if (ntest && k < len)
-        k += (size_t)snprintf(buf + k, len - k, "; test profiles are never matched");
-    if (k < len)
-        snprintf(buf + k, len - k, " (write profiles/<arch>.txt for this CPU, or pass --profile-path DIR)");
-}
-
-static int expr_uses_slot(const struct cs_expr *e, int slot)
-{
-    return e && ((e->op == CS_EX_SLOT && e->index == slot) || expr_uses_slot(e->l, slot) ||
-                 expr_uses_slot(e->r, slot));
-}
-
-int cs_profile_slot_used(const struct cs_profile *p, int slot)
-{
-    for (int m = 0; m < p->nmetrics; m++)
-        if (expr_uses_slot(p->metrics[m].expr, slot))
-            return 1;
     return 0;
 }
 

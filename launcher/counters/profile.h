@@ -24,20 +24,9 @@
  *     cs_profile_free(p)
  *
  * The file format is described in profiles/README.md and at the top of
- * profile.c.  In short (likwid groups/ARCH/NAME.txt are the model):
- *
- *     SHORT   Intel Skylake-SP / Cascade Lake
- *     ARCH    intel 6 0x55
- *     SOURCE  likwid groups/skylakeX/CACHES.txt (RRZE-HPC/likwid)
- *     CAVEAT  mem_bw counts the whole socket (uncore IMC)
- *     EVENTSET
- *     FIXC0   INST_RETIRED.ANY    perf=hw:instructions  likwid=INSTR_RETIRED_ANY:FIXC0
- *     PMC0    L1D.REPLACEMENT     perf=raw:event=0x51,umask=0x01
- *     UNC0    UNC_M_CAS_COUNT.RD  perf=pmu:uncore_imc_*:event=0x04,umask=0x03 scope=socket
- *     METRICS
- *     ipc     [instr/cycle] FIXC0/FIXC1
- *     bw_l1   [GB/s] 1.0E-09*PMC0*clsize/time
- *     orb_full - unavailable: no such event on this core
+ * profile.c (likwid's groups/ARCH/NAME.txt are the model); the files
+ * in profiles/ are examples.  Used by counters/ (the backends), policy/ (metric
+ * names), engine/, sim/ and cli/ (`cosched profiles`); uses core/.
  *
  * Error convention (core/log.h): NULL or -1 after cs_err(); cs_profile_eval()
  * reports nothing (it runs every quantum).
@@ -97,17 +86,7 @@ struct cs_event {
     enum cs_scope scope;     /* scope=core|uncore|socket, default core */
 };
 
-/* A compiled formula. */
-enum cs_expr_op {
-    CS_EX_NUM, CS_EX_SLOT, CS_EX_METRIC, CS_EX_TIME, CS_EX_CORES, CS_EX_CLSIZE,
-    CS_EX_NEG, CS_EX_ADD, CS_EX_SUB, CS_EX_MUL, CS_EX_DIV,
-};
-struct cs_expr {
-    enum cs_expr_op op;
-    double value;            /* CS_EX_NUM */
-    int index;               /* CS_EX_SLOT: event index; CS_EX_METRIC: metric index */
-    struct cs_expr *l, *r;   /* operands (CS_EX_NEG uses l) */
-};
+struct cs_expr;              /* a compiled formula (counters/profile_parse.h) */
 
 struct cs_metric {
     char *name;              /* "bw_l2" */
@@ -121,7 +100,6 @@ struct cs_metric {
 };
 
 enum cs_vendor { CS_VENDOR_ANY, CS_VENDOR_INTEL, CS_VENDOR_AMD };
-
 struct cs_model_range { int lo, hi; };
 
 struct cs_profile {
@@ -187,7 +165,6 @@ struct cs_profile *cs_profile_match(const char *const *dirs, int ndirs, const ch
 char **cs_profile_search_path(char *const *extra, int nextra, int *n);
 
 const char *cs_scope_name(enum cs_scope s);
-
 /* The profile for this machine's CPU (hwloc's CPU identification), or NULL
  * with why filled in (nothing printed). */
 struct cs_profile *cs_profile_for_this_cpu(char *const *extra, int nextra, char *why, size_t len);
@@ -195,13 +172,11 @@ struct cs_profile *cs_profile_for_this_cpu(char *const *extra, int nextra, char 
  * search path.  NULL after reporting. */
 struct cs_profile *cs_profile_find(const char *spec, char *const *extra, int nextra);
 
-/* What `cosched profiles` (cli/profiles.c) shows. */
-/* Every profile file in dirs, in search order, loaded unless shadowed by
- * one of the same name earlier (p NULL then, or when it is broken: its
- * error was reported).  Count; *out malloc'ed. */
+/* Every profile file in dirs, in search order, loaded unless shadowed by one
+ * of the same name earlier (p NULL then, or broken: reported).  Count; *out
+ * malloc'ed.  cs_profile_match() and `cosched profiles` (cli/profiles.c). */
 struct cs_profile_entry {
-    char *name;
-    char *path;
+    char *name, *path;
     struct cs_profile *p;    /* NULL: broken or shadowed */
     int shadowed_by;         /* index of the entry with the same name, -1 */
 };
@@ -212,20 +187,13 @@ void cs_profile_entries_free(struct cs_profile_entry *v, int n);
  * (-1 if malformed). */
 struct cs_cpuid {
     char vendor[64];
-    int family, model;
-    int known;
+    int family, model, known;
     char why[200];
 };
 void cs_cpuid_this(struct cs_cpuid *c);
 int cs_cpuid_parse(const char *s, struct cs_cpuid *c);
-/* Why no entry matches cpu (cpu->known), for people. */
-void cs_profile_why_none(const struct cs_cpuid *cpu, const struct cs_profile_entry *v, int n, char *const *dirs,
-                         int ndirs, char *buf, size_t len);
-/* A family or model number as profiles write it (decimal below 10, else hex). */
-void cs_profile_num(char *buf, size_t len, int v);
-const char *cs_profile_vendor_name(enum cs_vendor v);
-/* p's ARCH for people: "intel 6 0x4f,0x56", "any (test)". */
-void cs_profile_arch(const struct cs_profile *p, char *buf, size_t len);
+/* CPUVendor ("GenuineIntel", "amd", ...) as enum, CS_VENDOR_ANY if other. */
+enum cs_vendor cs_profile_vendor_of(const char *vendor);
 /* Some metric of p reads event slot (index into p->events). */
 int cs_profile_slot_used(const struct cs_profile *p, int slot);
 

@@ -37,10 +37,7 @@ EXCEPTIONS = {
         'launcher/control/slurm.c',
         'launcher/control/proc.c',
         'launcher/cli/report.c',
-        'launcher/cli/simulate.c',
         'launcher/sim/sim.c',
-        'launcher/counters/profile.c',
-        'launcher/counters/profile.h',
         'launcher/control/control.h',
     },
 }
