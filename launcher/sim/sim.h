@@ -14,9 +14,9 @@
  *     cs_sim_start / cs_sim_advance     cs_sim_set_cpus         cs_sim_read
  *     cs_sim_kill                       cs_sim_freeze, cpu_ns
  *
- * sim/ is the model (sim.c), its control and counter backends
- * (control_sim.c, counters_sim.c), the bound and calibration of `cosched
- * simulate` (bound.[ch]) and their linear programs (lp.c).  May use: core/, control/, counters/, engine/.  Used by: cli/.
+ * sim/ is the model (sim.c; its files: files.c), the engine's host (host.c),
+ * its control and counter backends (control_sim.c, counters_sim.c), the
+ * bound and calibration (bound.[ch]) and their linear programs (lp.c).  May use: core/, control/, counters/, engine/.  Used by: cli/.
  *
  * The file formats, the models and their calibration are described in
  * share/sim/README.md.  Errors: loaders return NULL after one

@@ -37,7 +37,6 @@ EXCEPTIONS = {
         'launcher/control/slurm.c',
         'launcher/control/proc.c',
         'launcher/cli/report.c',
-        'launcher/sim/sim.c',
         'launcher/control/control.h',
     },
 }
