@@ -511,6 +511,31 @@ static void fallback_plan(struct cs_engine *e, struct cs_plan *p)
     p->steps[0].njobs = k;
 }
 
+/* What a plan carries beside its steps (policy.h): each characterization
+ * result counted (unless degraded), traced and stored; each job's info from
+ * the policy hung on the job for this epoch (status, the trace), none where
+ * the policy said nothing.  Only after a plan() that succeeded: a fallback
+ * epoch keeps the last info. */
+static void plan_results(struct cs_engine *e, struct cs_plan *p)
+{
+    for (int i = 0; i < p->nresults; i++)
+        for (int k = 0; k < e->njobs; k++)
+            if (e->jobs[k] && e->jobs[k]->id == p->results[i].job) {
+                cs_job_characterized(e, e->jobs[k], &p->results[i].r);
+                cs_store_result(e->store, e->jobs[k], &p->results[i].r);
+            }
+    for (int k = 0; k < e->njobs; k++) {
+        json_decref(e->jobs[k]->policy_info);
+        e->jobs[k]->policy_info = NULL;
+    }
+    for (int i = 0; i < p->ninfo; i++)
+        for (int k = 0; k < e->njobs; k++)
+            if (e->jobs[k]->id == p->info[i].job && p->info[i].json) {
+                e->jobs[k]->policy_info = p->info[i].json;
+                p->info[i].json = NULL;
+            }
+}
+
 /* ------------------------------------------------------------ switching */
 
 struct stepstate {
@@ -1387,8 +1412,10 @@ started:
                 cs_warn("policy %s failed in epoch %llu: every job runs on every managed cpu this epoch",
                         cs_policy_name(e->policy), (unsigned long long)e->epoch);
                 fallback_plan(e, &plan);
-            } else if (e->on_plan) {
-                e->on_plan(e);
+            } else {
+                plan_results(e, &plan);
+                if (e->on_plan)
+                    e->on_plan(e);
             }
         }
         const struct cs_plan_step *st = &plan.steps[istep++];

@@ -119,14 +119,6 @@ struct cs_policy {
     struct cs_engine *e;
     struct cs_plan *out;
     hwloc_bitmap_t tmp, used, nodes;
-    /* plan()'s second result: characterizations to store (cs_policy_plan
-     * stores them once the call is over, outside its time limit) */
-    struct { int job; struct cs_stored r; } *res;
-    int nres;
-    /* plan()'s third value: what it says about each job (JSON objects) */
-    struct { int job; json_t *json; } *info;   /* plan()'s third value, per job */
-    int ninfo;
-
     char warnbuf[512];
     size_t warnlen;
 };
@@ -1322,8 +1314,6 @@ void cs_policy_free(struct cs_policy *p)
     free(p->dir);
     free(p->moddir);
     free(p->description);
-    free(p->res);
-    free(p->info);
     free(p->keybuf);
     free(p);
 }
@@ -2519,9 +2509,9 @@ static void convert_results(lua_State *L, struct cs_policy *p, int res, struct c
     static const char *const bw_fields[] = { "l1", "l2", "llc", NULL };
     const char *list = "id, class, ipc_standalone, ipc_folded, fp, mpki, bw, gang_only, degraded, "
                        "cores_standalone, cores_folded";
+    struct cs_plan *out = p->out;
     lua_Integer n, i;
 
-    p->nres = 0;
     if (lua_isnil(L, res))
         return;
     if (!lua_istable(L, res))
@@ -2532,11 +2522,12 @@ static void convert_results(lua_State *L, struct cs_policy *p, int res, struct c
     if (n > nlive)
         verror(L, "plan() returned %d characterization results for %d live job%s", (int)n, nlive,
                nlive == 1 ? "" : "s");
-    p->res = realloc(p->res, sizeof *p->res * (size_t)(n + 1));
-    if (!p->res)
+    /* the plan's own: a verror() below leaves it to cs_policy_plan()'s cs_plan_free() */
+    out->results = calloc((size_t)n + 1, sizeof *out->results);
+    if (!out->results)
         luaL_error(L, "out of memory");
     for (i = 1; i <= n; i++) {
-        struct cs_stored *r = &p->res[i - 1].r;
+        struct cs_stored *r = &out->results[i - 1].r;
         int t, ok, id = -1, k;
         long long v;
 
@@ -2559,10 +2550,10 @@ static void convert_results(lua_State *L, struct cs_policy *p, int res, struct c
             verror(L, "characterized[%d]: job %d is not a live job", (int)i,
                    (int)(v < INT_MIN ? INT_MIN : v > INT_MAX ? INT_MAX : v));
         for (k = 0; k < i - 1; k++)
-            if (p->res[k].job == id)
+            if (out->results[k].job == id)
                 verror(L, "characterized[%d]: job %d appears twice", (int)i, id);
         lua_pop(L, 1);
-        p->res[i - 1].job = id;
+        out->results[i - 1].job = id;
         check_fields(L, t, fields, lua_pushfstring(L, "characterized[%d] (job %d): ", (int)i, id), list);
         lua_pop(L, 1);
 
@@ -2621,7 +2612,7 @@ static void convert_results(lua_State *L, struct cs_policy *p, int res, struct c
         }
         lua_settop(L, t - 1);
     }
-    p->nres = (int)n;
+    out->nresults = (int)n;
 }
 
 /* plan()'s optional third value: { [job id] = { key = scalar, ... } }, what
@@ -2629,15 +2620,16 @@ static void convert_results(lua_State *L, struct cs_policy *p, int res, struct c
  * `cosched status`.  Kept as one JSON object per job, at most 2 KiB. */
 static void convert_info(lua_State *L, struct cs_policy *p, int res, struct cs_job **live, int nlive)
 {
-    p->ninfo = 0;
+    struct cs_plan *out = p->out;
+
     if (lua_isnoneornil(L, res))
         return;
     if (!lua_istable(L, res))
         verror(L, "plan() returned %s as its third value, expected { [job id] = { key = value, ... } }",
                luaL_typename(L, res));
     res = plain_at(L, res);
-    p->info = realloc(p->info, sizeof *p->info * (size_t)(nlive + 1));
-    if (!p->info)
+    out->info = calloc((size_t)nlive + 1, sizeof *out->info);
+    if (!out->info)
         luaL_error(L, "out of memory");
     for (int k = 0; k < nlive; k++) {
         size_t n = 2;              /* the object's size as written, kept under 2 KiB */
@@ -2650,9 +2642,9 @@ static void convert_info(lua_State *L, struct cs_policy *p, int res, struct cs_j
         }
         if (!lua_istable(L, -1))
             verror(L, "info[%d] is %s, expected a table of key = value", live[k]->id, luaL_typename(L, -1));
-        /* kept in p->info before it is filled: a verror() below leaves it to plan()'s cleanup */
-        p->info[p->ninfo].job = live[k]->id;
-        p->info[p->ninfo++].json = o = json_object();
+        /* kept in the plan before it is filled: a verror() below leaves it to cs_plan_free() */
+        out->info[out->ninfo].job = live[k]->id;
+        out->info[out->ninfo++].json = o = json_object();
         lua_pushnil(L);
         while (lua_next(L, -2) != 0) {
             if (lua_type(L, -2) != LUA_TSTRING)
@@ -2741,9 +2733,6 @@ int cs_policy_plan(struct cs_policy *p, struct cs_engine *e, struct cs_plan *pla
     lua_gc(p->L, LUA_GCSTEP, (int)(grown >> 10 < INT_MAX ? (grown >> 10) + 1 : INT_MAX));
     lua_gc(p->L, LUA_GCRESTART);
     if (rc < 0) {
-        for (int i = 0; i < p->ninfo; i++)
-            json_decref(p->info[i].json);
-        p->ninfo = 0;
         p->cpu_cur = p->cpu_prev = p->st_cur = p->st_prev = 0;
         cs_err("%s", err);
         free(err);
@@ -2758,26 +2747,6 @@ int cs_policy_plan(struct cs_policy *p, struct cs_engine *e, struct cs_plan *pla
              plan->nsteps == 1 ? "" : "s", p->mem_used >> 10);
     p->e = NULL;
     p->out = NULL;
-    for (int i = 0; i < p->nres; i++)
-        for (int k = 0; k < e->njobs; k++)
-            if (e->jobs[k] && e->jobs[k]->id == p->res[i].job) {
-                cs_job_characterized(e, e->jobs[k], &p->res[i].r);
-                cs_store_result(e->store, e->jobs[k], &p->res[i].r);
-            }
-    p->nres = 0;
-    for (int k = 0; k < e->njobs; k++) {
-        json_decref(e->jobs[k]->policy_info);
-        e->jobs[k]->policy_info = NULL;
-    }
-    for (int i = 0; i < p->ninfo; i++) {
-        for (int k = 0; k < e->njobs; k++)
-            if (e->jobs[k]->id == p->info[i].job) {
-                e->jobs[k]->policy_info = p->info[i].json;
-                p->info[i].json = NULL;
-            }
-        json_decref(p->info[i].json);
-    }
-    p->ninfo = 0;
     return 0;
 }
 
@@ -2795,8 +2764,11 @@ void cs_plan_free(struct cs_plan *plan)
         free(plan->steps[i].jobs);
     }
     free(plan->steps);
-    plan->steps = NULL;
-    plan->nsteps = 0;
+    free(plan->results);
+    for (i = 0; i < plan->ninfo && plan->info; i++)
+        json_decref(plan->info[i].json);
+    free(plan->info);
+    memset(plan, 0, sizeof *plan);
 }
 
 char **cs_policy_search_path(char **extra, int nextra, int *n)
