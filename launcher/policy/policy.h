@@ -1,7 +1,9 @@
 /*
- * policy/policy.h - the policy host (policy.c): loads a Lua policy into its
- * own sandbox, hands it a read-only snapshot of the node and the jobs each
- * epoch, and validates the plan it returns (cosched-policy(7)).
+ * policy/policy.h - the policy host: loads a Lua policy into its own
+ * sandbox, hands it a read-only snapshot of the node and the jobs each
+ * epoch, and validates the plan it returns (cosched-policy(7)).  The one
+ * public header of policy/; its files (policy.c loading, bounds.c, sandbox.c,
+ * clib.c, snapshot.c, plan.c, results.c) share policy/internal.h.
  *
  * May use: core/, counters/ (the profile's metric names and values the
  * snapshot carries).  Used by: engine/, node/, cli/.
