@@ -4,7 +4,8 @@
 #include "config.h"
 #include <stdio.h>
 #include <string.h>
-#include "core/core.h"
+#include "core/log.h"
+#include "core/util.h"
 #include "policy/policy.h"
 #include "counters/counters.h"
 #include "cli/cli.h"

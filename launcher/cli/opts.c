@@ -21,7 +21,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "core/core.h"
+#include "core/log.h"
+#include "core/util.h"
 #include "cli/cli.h"
 
 /* A table mistake is the program's, found on the first run of the command. */

@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "counters/counters.h"
+#include "core/log.h"
+#include "core/util.h"
 #include "cli/cli.h"
 #include "core/json.h"
 

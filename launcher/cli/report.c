@@ -46,7 +46,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli/cli.h"
-#include "core/core.h"
+#include "core/log.h"
+#include "core/util.h"
 #include "core/json.h"
 
 enum { ST_RUN, ST_FOLDED, ST_FROZEN, ST_CHAR, ST_STUCK, NSTATES };

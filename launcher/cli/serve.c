@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "control/control.h"
+#include "core/log.h"
+#include "core/util.h"
 #include "node/node.h"
 #include "shared/proto.h"
 #include "cli/cli.h"

@@ -45,6 +45,12 @@
 #include <time.h>
 #include <unistd.h>
 #include "cli/cli.h"
+#include "core/log.h"
+#include "core/util.h"
+#include "core/topo.h"
+#include "core/job.h"
+#include "core/store.h"
+#include "core/engine_state.h"
 #include "core/json.h"
 #include "engine/engine.h"
 #include "control/control.h"

@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "core/core.h"
+#include "core/log.h"
 #include "shared/proto.h"
 #include "cli/cli.h"
 

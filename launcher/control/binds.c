@@ -44,6 +44,8 @@
 #include <hwloc/glibc-sched.h>
 
 #include "control/control.h"
+#include "core/log.h"
+#include "core/util.h"
 
 #define AFF_CPUS 8192              /* CPUs an affinity mask is read for */
 

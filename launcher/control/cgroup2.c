@@ -51,6 +51,10 @@
 #include <unistd.h>
 
 #include "control/control.h"
+#include "core/log.h"
+#include "core/util.h"
+#include "core/job.h"
+#include "core/engine_state.h"
 
 #define WHO "cgroup2"
 #define REC_MAX 8192

@@ -12,7 +12,9 @@
 #ifndef COSCHED_CONTROL_H
 #define COSCHED_CONTROL_H
 
-#include "core/core.h"
+#include <sys/resource.h>
+#include "core/job.h"
+#include "core/engine_state.h"
 
 /*
  * A control backend.  Every function is called from the engine only.

@@ -27,6 +27,9 @@
 #include <string.h>
 #include <time.h>
 #include "control/control.h"
+#include "core/log.h"
+#include "core/util.h"
+#include "core/job.h"
 
 int cs_freeze_wait(const struct cs_freeze_ops *w, void *arg, struct cs_job **jobs, int n, int *frozen)
 {

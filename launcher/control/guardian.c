@@ -56,6 +56,8 @@
 #include <unistd.h>
 
 #include "control/control.h"
+#include "core/log.h"
+#include "core/util.h"
 
 #define LINE_MAX_LEN (1 << 20)      /* longer lines are protocol errors */
 #define START_TIMEOUT_MS 5000

@@ -49,6 +49,8 @@
 #include <hwloc/glibc-sched.h>
 
 #include "control/control.h"
+#include "core/log.h"
+#include "core/engine_state.h"
 
 #define MAX_PASSES 64          /* affinity / move passes before giving up */
 #define MAX_DEPTH 16           /* cgroup tree depth we are willing to reclaim */

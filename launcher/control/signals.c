@@ -52,6 +52,9 @@
 #include <unistd.h>
 
 #include "control/control.h"
+#include "core/log.h"
+#include "core/job.h"
+#include "core/engine_state.h"
 
 #define WHO "signals"
 #define REC_MAX 8192

@@ -16,7 +16,10 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "core/core.h"
+#include "core/log.h"
+#include "core/util.h"
+#include "core/job.h"
+#include "core/store.h"
 #include "core/json.h"
 
 static void free_words(char **w)

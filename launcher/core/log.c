@@ -7,7 +7,7 @@
 #include "config.h"
 #include <stdarg.h>
 #include <stdio.h>
-#include "core/core.h"
+#include "core/log.h"
 
 int cs_verbosity = CS_LOG_INFO;
 void (*cs_log_before)(void);            /* the engine's progress line: erased first */

@@ -18,7 +18,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "core/core.h"
+#include "core/util.h"
+#include "core/topo.h"
+#include "core/job.h"
+#include "core/numa.h"
+#include "core/engine_state.h"
 
 int cs_numa_resident(pid_t pid, double *bytes, int nnodes)
 {

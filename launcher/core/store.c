@@ -39,7 +39,11 @@
 #include <time.h>
 #include <unistd.h>
 #include <elf.h>
-#include "core/core.h"
+#include "core/log.h"
+#include "core/util.h"
+#include "core/job.h"
+#include "core/store.h"
+#include "core/engine_state.h"
 #include "core/json.h"
 
 #define ENTRY_MAX (64 * 1024)      /* a valid entry is well under 4 KiB */

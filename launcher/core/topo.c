@@ -15,7 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include "core/core.h"
+#include "core/log.h"
+#include "core/util.h"
+#include "core/topo.h"
 #include "core/json.h"
 
 static int find_llc_depth(hwloc_topology_t h)

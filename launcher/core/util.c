@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <limits.h>
-#include "core/core.h"
+#include "core/util.h"
 #include "shared/duration.h"
 
 /* A simulated node (sim.c) makes time virtual: cs_now() then reads its clock. */
@@ -155,7 +155,7 @@ const char *cs_datadir(void)
     return COSCHED_DATADIR;
 }
 
-/* see core/core.h */
+/* see core/util.h */
 int cs_path_trusted(const char *path, char *why, size_t len)
 {
     char real[PATH_MAX];

@@ -30,6 +30,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include "counters/counters.h"
+#include "core/log.h"
+#include "core/util.h"
+#include "core/job.h"
+#include "core/engine_state.h"
 #include "core/json.h"
 
 

@@ -30,7 +30,8 @@
 #ifndef COSCHED_COUNTERS_H
 #define COSCHED_COUNTERS_H
 
-#include "core/core.h"
+#include "core/job.h"
+#include "core/engine_state.h"
 #include "counters/profile.h"
 
 #define CS_COUNTS_MAX 32

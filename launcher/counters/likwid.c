@@ -41,6 +41,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include "counters/counters.h"
+#include "core/log.h"
+#include "core/util.h"
+#include "core/topo.h"
+#include "core/job.h"
+#include "core/engine_state.h"
 
 
 #ifdef HAVE_LIKWID

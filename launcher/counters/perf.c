@@ -59,6 +59,11 @@
 #include <unistd.h>
 #include <linux/perf_event.h>
 #include "counters/counters.h"
+#include "core/log.h"
+#include "core/util.h"
+#include "core/topo.h"
+#include "core/job.h"
+#include "core/engine_state.h"
 
 #define EVSRC "/sys/bus/event_source/devices"
 

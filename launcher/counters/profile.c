@@ -59,6 +59,8 @@
 #include <strings.h>
 #include <unistd.h>
 #include "counters/counters.h"
+#include "core/log.h"
+#include "core/util.h"
 
 #ifndef COSCHED_SYSCONFDIR
 #define COSCHED_SYSCONFDIR "/etc/cosched"

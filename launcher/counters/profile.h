@@ -39,7 +39,7 @@
  *     bw_l1   [GB/s] 1.0E-09*PMC0*clsize/time
  *     orb_full - unavailable: no such event on this core
  *
- * Error convention (core/core.h): NULL or -1 after cs_err(); cs_profile_eval()
+ * Error convention (core/log.h): NULL or -1 after cs_err(); cs_profile_eval()
  * reports nothing (it runs every quantum).
  */
 #ifndef COSCHED_PROFILE_H

@@ -33,6 +33,9 @@
 #include <string.h>
 #include <unistd.h>
 #include "counters/counters.h"
+#include "core/log.h"
+#include "core/job.h"
+#include "core/engine_state.h"
 #include "core/json.h"
 
 #define RP_VERSION 1

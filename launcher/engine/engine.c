@@ -46,6 +46,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "engine/engine.h"
+#include "core/log.h"
+#include "core/util.h"
+#include "core/topo.h"
+#include "core/job.h"
+#include "core/numa.h"
+#include "core/engine_state.h"
 #include "control/control.h"
 #include "counters/counters.h"
 #include "policy/policy.h"

@@ -1,6 +1,6 @@
 /*
  * engine/engine.h - the engine (engine.c): runs jobs under a policy, epoch by
- * epoch, step by step, on the state of struct cs_engine (core/core.h).
+ * epoch, step by step, on the state of struct cs_engine (core/engine_state.h).
  *
  * May use: core/, control/, counters/, policy/, shared/.  Used by: node/,
  * sim/, cli/.
@@ -8,7 +8,8 @@
 #ifndef COSCHED_ENGINE_H
 #define COSCHED_ENGINE_H
 
-#include "core/core.h"
+#include "core/job.h"
+#include "core/engine_state.h"
 
 /* For a host of external jobs (the node engine):
  * adopt: j (id, name, threads, allowed filled; ctl/cnt state empty) becomes a

@@ -19,6 +19,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 #include "engine/omppage.h"
+#include "core/log.h"
+#include "core/job.h"
 #include "shared/omppage.h"
 
 struct omppage {

@@ -8,7 +8,7 @@
 #ifndef COSCHED_ENGINE_OMPPAGE_H
 #define COSCHED_ENGINE_OMPPAGE_H
 
-#include "core/core.h"
+#include "core/job.h"
 #include "core/json.h"
 
 /* Make job j's page (j->omp) if it has none: 0, or -1 after a warning (the

@@ -9,7 +9,6 @@
 #ifndef COSCHED_NODE_H
 #define COSCHED_NODE_H
 
-#include "core/core.h"
 
 /* The engine's host for Slurm steps (engine/engine.h, struct cs_host_ops):
  * e->host = &cs_node_host, e->host_arg = the node engine's state. */

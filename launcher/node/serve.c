@@ -72,6 +72,12 @@
 #include <unistd.h>
 
 #include "engine/engine.h"
+#include "core/log.h"
+#include "core/util.h"
+#include "core/topo.h"
+#include "core/job.h"
+#include "core/store.h"
+#include "core/engine_state.h"
 #include "node/node.h"
 #include "core/json.h"
 #include "control/control.h"

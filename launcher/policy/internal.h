@@ -56,6 +56,11 @@
 #include <lualib.h>
 
 #include "policy/policy.h"
+#include "core/log.h"
+#include "core/util.h"
+#include "core/topo.h"
+#include "core/job.h"
+#include "core/engine_state.h"
 
 #define HOOK_EVERY      1000
 #define LOAD_SECONDS    1.0      /* loading, init(), and lua_close() */

@@ -11,7 +11,8 @@
 #ifndef COSCHED_POLICY_H
 #define COSCHED_POLICY_H
 
-#include "core/core.h"
+#include "core/engine_state.h"
+#include "core/store.h"          /* struct cs_stored: a plan's results */
 
 #define CS_POLICY_API 1
 

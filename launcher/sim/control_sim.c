@@ -8,6 +8,9 @@
 #include "config.h"
 #include <string.h>
 #include "control/control.h"
+#include "core/log.h"
+#include "core/job.h"
+#include "core/engine_state.h"
 #include "sim/sim.h"
 
 static int sim_probe(char *why, size_t len)

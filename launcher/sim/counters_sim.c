@@ -12,6 +12,9 @@
 #include <math.h>
 #include <string.h>
 #include "counters/counters.h"
+#include "core/log.h"
+#include "core/job.h"
+#include "core/engine_state.h"
 #include "sim/sim.h"
 
 static int map[CS_COUNTS_MAX];   /* profile event -> model event, -1 none */

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "sim/sim.h"
+#include "core/log.h"
 
 #ifdef HAVE_GLPK
 #include <glpk.h>

@@ -45,6 +45,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include "engine/engine.h"
+#include "core/log.h"
+#include "core/util.h"
+#include "core/topo.h"
+#include "core/job.h"
+#include "core/engine_state.h"
 #include "sim/sim.h"
 
 const char *const cs_sim_event_names[CS_SIM_NEVENTS] = {

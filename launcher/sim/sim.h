@@ -21,7 +21,7 @@
  * The file formats, the models and their calibration are described in
  * share/sim/README.md.  Errors: loaders return NULL after one
  * "FILE:LINE: what was expected" message through cs_err(); the rest follows
- * core/core.h (0 / -1 after cs_err()).
+ * core/log.h (0 / -1 after cs_err()).
  *
  * Determinism: everything random (counter noise, the placement imbalance of
  * the linux model) comes from one xoshiro256** generator seeded from the
@@ -32,7 +32,9 @@
 #define COSCHED_SIM_H
 
 #include <stdint.h>
-#include "core/core.h"
+#include "core/topo.h"
+#include "core/job.h"
+#include "core/engine_state.h"
 
 /* Events the model produces, in this order (profiles/sim.txt names them
  * SIM.<NAME>; counters_sim.c maps a profile's events by those names). */

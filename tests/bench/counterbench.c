@@ -27,6 +27,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "counters/counters.h"
+#include "core/util.h"
+#include "core/job.h"
+#include "core/engine_state.h"
 
 static int cmp(const void *a, const void *b)
 {

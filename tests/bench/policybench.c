@@ -66,6 +66,12 @@
 #include <unistd.h>
 
 #include "policy/policy.h"
+#include "core/log.h"
+#include "core/util.h"
+#include "core/topo.h"
+#include "core/job.h"
+#include "core/store.h"
+#include "core/engine_state.h"
 
 #define MAXLIST 64
 

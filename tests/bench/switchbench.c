@@ -57,6 +57,9 @@
 #include <unistd.h>
 
 #include "control/control.h"
+#include "core/log.h"
+#include "core/job.h"
+#include "core/engine_state.h"
 
 #define MAXLIST 16
 

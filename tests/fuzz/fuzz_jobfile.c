@@ -6,7 +6,7 @@
 #define FUZZ_WANT_LOG
 #include "config.h"
 #include "fuzz.h"
-#include "core/core.h"
+#include "core/job.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -9,6 +9,8 @@
 #include "config.h"
 #include "fuzz.h"
 #include "counters/counters.h"
+#include "core/job.h"
+#include "core/engine_state.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -6,7 +6,6 @@
 #define FUZZ_WANT_LOG
 #include "fuzz.h"
 #include "config.h"
-#include "core/core.h"
 #include "cli/cli.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -12,6 +12,8 @@
 #include "config.h"
 #include "fuzz.h"
 #include "sim/sim.h"
+#include "core/topo.h"
+#include "core/job.h"
 
 static void run_model(const struct cs_sim_apps *a, const struct cs_sim_node *n, const struct cs_topo *t,
                       enum cs_sim_model model)

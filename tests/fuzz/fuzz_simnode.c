@@ -9,6 +9,7 @@
 #include "config.h"
 #include "fuzz.h"
 #include "sim/sim.h"
+#include "core/topo.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

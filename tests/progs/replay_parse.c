@@ -23,6 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "counters/counters.h"
+#include "core/job.h"
+#include "core/engine_state.h"
 
 static int nchecks, nfailed;
 
