@@ -56,9 +56,5 @@ int cs_store_result(struct cs_store *s, struct cs_job *j, const struct cs_stored
 void cs_store_job_free(struct cs_job *j);
 /* The store file of j's key (NULL: no key). */
 const char *cs_store_job_file(const struct cs_job *j);
-/* The policy handed back a characterization result r for job j: traced (in
- * e->trace), and counted unless degraded (j->characterized; more than one is
- * a re-characterization). */
-void cs_job_characterized(struct cs_engine *e, struct cs_job *j, const struct cs_stored *r);
 
 #endif
