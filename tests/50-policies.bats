@@ -60,7 +60,7 @@ run_policies() {
 }
 
 # The host reads a cpu table handed to several jobs of one plan only once
-# (launcher/policy/policy.c, read_cpus): the checks must still apply to every job.
+# (launcher/policy/plan.c, read_cpus): the checks must still apply to every job.
 @test "plan validation: one cpu table given to two jobs is an overlap unless shared" {
     requires multicore cosched
     mkdir pol

@@ -20,7 +20,7 @@ struct cs_job;
  *
  *   run.c:    s = cs_store_open(...); per job: cs_store_job(s, j, exe)
  *               -> j->stored (what the policy sees as job.stored)
- *   policy.c: plan() returns steps, results -> cs_store_result(s, j, r)
+ *   engine.c: a plan's results (policy.h, struct cs_plan) -> cs_store_result(s, j, r)
  *               -> j->result, and the file written (atomically)
  *   run.c:    cs_store_job_free(j) for every job; cs_store_close(s)
  */

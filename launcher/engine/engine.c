@@ -57,6 +57,8 @@
 #include "shared/ompinject.h"
 #include "engine/omppage.h"
 #include "engine/numa.h"
+#include "engine/trace.h"
+#include "core/store.h"
 #include "core/json.h"
 
 /* The run's host (engine.h, struct cs_host_ops): a model in virtual time, or
@@ -160,41 +162,6 @@ static int nlive(const struct cs_engine *e)
     for (int i = 0; i < e->njobs; i++)
         n += e->jobs[i]->state == CS_JOB_LIVE;
     return n;
-}
-
-static void trace_job_event(struct cs_engine *e, struct cs_job *j, const char *ev, int status)
-{
-    json_t *o;
-
-    if (e->trace == NULL)
-        return;
-    o = json_pack("{s:s, s:s, s:o, s:i, s:o, s:i, s:i}", "type", "job", "event", ev, "time",
-                  cs_json_fixed(cs_now() - e->t0, 6), "id", j->id, "name", cs_json_text(j->name), "instance",
-                  j->runs_started, "threads", j->threads);
-    if (o && j->pid > 0)
-        json_object_set_new(o, "pid", json_integer(j->pid));
-    if (o && strcmp(ev, "end") == 0) {
-        if (WIFEXITED(status))
-            json_object_set_new(o, "exit", json_integer(WEXITSTATUS(status)));
-        else if (WIFSIGNALED(status))
-            json_object_set_new(o, "signal", json_integer(WTERMSIG(status)));
-    }
-    cs_json_put(e->trace, o, 0);
-}
-
-/* The trace's first line (trace version 2): what ran, so that a reader
- * (`cosched report`) can draw every managed cpu and tell folded from running. */
-static void trace_header(struct cs_engine *e)
-{
-    char *c = cs_bitmap_list(e->managed);
-    cs_json_put(e->trace,
-                json_pack("{s:s, s:i, s:s, s:o, s:o, s:o, s:s, s:o}", "type", "run", "version", 2, "command",
-                          external_jobs(e) ? "serve" : e->host ? "simulate" : "run", "policy",
-                          cs_json_text(e->policy ? cs_policy_name(e->policy) : NULL), "quantum",
-                          cs_json_fixed(e->quantum, 6), "window", cs_json_fixed(e->window, 6), "cpus", c,
-                          "control", cs_json_text(e->ctl ? e->ctl->name : NULL)),
-                0);
-    free(c);
 }
 
 /* Open the job's output destinations before its first instance. */
@@ -351,7 +318,7 @@ static int start_model_instance(struct cs_engine *e, struct cs_job *j)
         cs_warn("job %d (%s): counters could not follow this instance; it runs unmeasured", j->id, j->name);
     j->frozen = e->ctl->freeze(e, j) == 0;
     j->fresh = 1;
-    trace_job_event(e, j, "start", 0);
+    cs_trace_job(e, j, "start", 0);
     return 0;
 }
 
@@ -414,7 +381,7 @@ static int start_instance(struct cs_engine *e, struct cs_job *j)
         cs_warn("job %d (%s): could not release the start pipe: %s", j->id, j->name, strerror(errno));
     close(go[1]);
     j->fresh = 1;
-    trace_job_event(e, j, "start", 0);
+    cs_trace_job(e, j, "start", 0);
     cs_debug("job %d (%s): instance %d started as pid %d", j->id, j->name, j->runs_started, (int)pid);
     return 0;
 
@@ -464,7 +431,7 @@ int cs_engine_adopt(struct cs_engine *e, struct cs_job *j, pid_t pid)
         cs_warn("job %d (%s): counters could not follow it; it runs unmeasured", j->id, j->name);
     j->frozen = !j->nofreeze && e->ctl->freeze(e, j) == 0;
     j->fresh = 1;
-    trace_job_event(e, j, "start", 0);
+    cs_trace_job(e, j, "start", 0);
     return 0;
 }
 
@@ -479,7 +446,7 @@ void cs_engine_drop(struct cs_engine *e, struct cs_job *j, const char *why)
         j->cpu_ns = ns;
     j->wall += cs_now() - j->t_instance_start;
     j->runs_done = 1;
-    trace_job_event(e, j, "end", 0);
+    cs_trace_job(e, j, "end", 0);
     e->cnt->job_release(e, j);
     e->ctl->job_release(e, j);
     cs_omppage_close(j);
@@ -515,6 +482,33 @@ static void fallback_plan(struct cs_engine *e, struct cs_plan *p)
             k++;
         }
     p->steps[0].njobs = k;
+}
+
+/* What a plan carries beside its steps (policy.h): each characterization
+ * result counted (unless degraded), traced and stored; each job's info from
+ * the policy hung on the job for this epoch (status, the trace), none where
+ * the policy said nothing.  Only after a plan() that succeeded: a fallback
+ * epoch keeps the last info. */
+static void plan_results(struct cs_engine *e, struct cs_plan *p)
+{
+    for (int i = 0; i < p->nresults; i++)
+        for (int k = 0; k < e->njobs; k++)
+            if (e->jobs[k] && e->jobs[k]->id == p->results[i].job) {
+                if (!p->results[i].r.degraded)   /* a degraded result measured nothing */
+                    e->jobs[k]->characterized++;
+                cs_trace_characterized(e, e->jobs[k], &p->results[i].r);
+                cs_store_result(e->store, e->jobs[k], &p->results[i].r);
+            }
+    for (int k = 0; k < e->njobs; k++) {
+        json_decref(e->jobs[k]->policy_info);
+        e->jobs[k]->policy_info = NULL;
+    }
+    for (int i = 0; i < p->ninfo; i++)
+        for (int k = 0; k < e->njobs; k++)
+            if (e->jobs[k]->id == p->info[i].job && p->info[i].json) {
+                e->jobs[k]->policy_info = p->info[i].json;
+                p->info[i].json = NULL;
+            }
 }
 
 /* ------------------------------------------------------------ switching */
@@ -726,21 +720,6 @@ static int idle_frozen(struct cs_engine *e, const struct stepstate *ss, const in
     return 0;
 }
 
-/* The step's idle time per managed cpu, for the trace: [[cpu, seconds], ...],
- * the cpus that sat idle at least 1 ms (what `cosched report` draws). */
-static json_t *cpu_idle_list(const struct stepstate *ss, const double *idle)
-{
-    json_t *a = json_array();
-    int k = 0;
-
-    for (int c = hwloc_bitmap_first(ss->idle_cpus); a && c >= 0; c = hwloc_bitmap_next(ss->idle_cpus, c), k++) {
-        double d = idle[k];
-        if (d >= 0.001)
-            json_array_append_new(a, json_pack("[i, o]", c, cs_json_fixed(d, 3)));
-    }
-    return a;
-}
-
 /* Read the step's counts of job j and turn them into metrics. */
 static void measure_counters(struct cs_engine *e, struct cs_job *j, double seconds)
 {
@@ -767,19 +746,6 @@ static void measure_counters(struct cs_engine *e, struct cs_job *j, double secon
     j->steps_live++;
 }
 
-static void trace_metrics(struct cs_engine *e, const struct cs_job *j, json_t *o)
-{
-    json_t *m;
-
-    if (e->profile == NULL || j->metric == NULL)
-        return;
-    json_object_set_new(o, "counts_flags", json_integer(j->metric_flags));
-    json_object_set_new(o, "metrics", m = json_object());
-    for (int k = 0; k < e->profile->nmetrics && j->metric_flags; k++)
-        if (e->profile->metrics[k].available)
-            json_object_set_new(m, e->profile->metrics[k].name, cs_json_sig(j->metric[k], 6));
-}
-
 /* End of a step (complete or cut short): account and trace. */
 static void step_end(struct cs_engine *e, struct stepstate *ss, const int *was_live)
 {
@@ -793,15 +759,7 @@ static void step_end(struct cs_engine *e, struct stepstate *ss, const int *was_l
     for (int k = 0; idle_known && k < nidle; k++)
         idle[k] -= ss->idle0[k];
 
-    json_t *line = NULL, *jobs = NULL;
-    if (e->trace)
-        line = json_pack("{s:s, s:I, s:I, s:o, s:o, s:o, s:o, s:b, s:o}", "type", "step", "seq",
-                         (json_int_t)e->step_seq, "epoch", (json_int_t)e->epoch, "start",
-                         cs_json_fixed(ss->t_start - e->t0, 6), "end", cs_json_fixed(now - e->t0, 6), "planned",
-                         cs_json_fixed(ss->t_plan_end - ss->t_start, 6), "switch_us", cs_json_fixed(ss->switch_us, 1),
-                         "fallback", ss->fallback, "jobs", jobs = json_array());
-    if (line == NULL)
-        jobs = NULL;     /* json_pack() failed and took it: appending to NULL frees the item */
+    json_t *line = cs_trace_step(e, ss->t_start, now, ss->t_plan_end, ss->switch_us, ss->fallback);
     for (int i = 0; i < ss->njobs; i++) {
         struct cs_job *j = e->jobs[i];
         uint64_t ns = j->cpu_mark;
@@ -835,31 +793,20 @@ static void step_end(struct cs_engine *e, struct stepstate *ss, const int *was_l
              * plan's then (its predecessor ran, or it waited frozen); "stuck"
              * only where the mechanism disagrees with the plan */
             int shown_frozen = fresh ? !ss->run[i] : j->frozen;
-            json_t *o = json_pack("{s:i, s:o, s:s, s:s, s:o}", "id", j->id, "name", cs_json_text(j->name), "state",
-                                  (!ss->run[i] == !shown_frozen) ? "stuck" : ss->run[i] ? "run" : "frozen", "cpus",
-                                  c, "cpu_s", cs_json_fixed(cpu, 6));
-            if (o) {
-                trace_metrics(e, j, o);
-                cs_omppage_trace(j, o);
-                if (j->policy_info)   /* plan()'s third value for this epoch (an object) */
-                    json_object_set(o, "policy", j->policy_info);
-                json_array_append_new(jobs, o);
-            }
+            cs_trace_step_job(line, e, j, (!ss->run[i] == !shown_frozen) ? "stuck" : ss->run[i] ? "run" : "frozen",
+                              c, cpu);
             free(c);
         }
     }
-    if (line && idle_known)
-        json_object_set_new(line, "cpu_idle", cpu_idle_list(ss, idle));
+    if (idle_known)
+        cs_trace_step_cpu_idle(line, ss->idle_cpus, idle);
     if (idle_frozen(e, ss, was_live, idle_known ? idle : NULL, &nobody, &held) == 0) {
         e->idle_nobody_s += nobody;
         e->idle_held_s += held;
         e->idle_steps++;
-        if (line)
-            json_object_set_new(line, "idle_frozen", json_pack("{s:o, s:o}", "nobody", cs_json_fixed(nobody, 6),
-                                                                "held", cs_json_fixed(held, 6)));
+        cs_trace_step_idle_frozen(line, nobody, held);
     }
-    if (e->trace)
-        cs_json_put(e->trace, line, 0);
+    cs_trace_step_put(e, line);
     e->switch_us_total += ss->switch_us;
     e->switches++;
     e->step_seq++;
@@ -1011,7 +958,7 @@ static void instance_end(struct cs_engine *e, struct runstate *rs, struct cs_job
             cs_warn("job %d (%s): killed by signal %d (%s)", j->id, j->name, WTERMSIG(status),
                     strsignal(WTERMSIG(status)));
     }
-    trace_job_event(e, j, "end", status);
+    cs_trace_job(e, j, "end", status);
     j->pid = 0;
     /* processes the instance left behind stay in its container: never
      * leave them frozen or confined while the run goes on */
@@ -1304,7 +1251,8 @@ int cs_engine_run(struct cs_engine *e)
     if (e->run_id == NULL)
         e->run_id = cs_strdup_printf("%d", (int)getpid());
     if (e->trace)
-        trace_header(e);
+        cs_trace_run(e, external_jobs(e) ? "serve" : e->host ? "simulate" : "run",
+                     e->policy ? cs_policy_name(e->policy) : NULL, e->ctl ? e->ctl->name : NULL);
 
     if (virtual_time(e))
         goto started;   /* nothing to forward, nothing to guard: the jobs are the model's */
@@ -1393,8 +1341,10 @@ started:
                 cs_warn("policy %s failed in epoch %llu: every job runs on every managed cpu this epoch",
                         cs_policy_name(e->policy), (unsigned long long)e->epoch);
                 fallback_plan(e, &plan);
-            } else if (e->on_plan) {
-                e->on_plan(e);
+            } else {
+                plan_results(e, &plan);
+                if (e->on_plan)
+                    e->on_plan(e);
             }
         }
         const struct cs_plan_step *st = &plan.steps[istep++];

@@ -118,11 +118,3 @@ void cs_omppage_step(struct cs_job *j)
                      ? (long long)(regions - o->regions_mark) : 0;
     o->regions_mark = regions;
 }
-
-void cs_omppage_trace(const struct cs_job *j, json_t *o)
-{
-    if (j->omp == NULL)
-        return;
-    json_object_set_new(o, "omp_team", json_integer(j->omp_team));
-    json_object_set_new(o, "omp_regions", json_integer(j->omp_regions));
-}

@@ -9,7 +9,6 @@
 #define COSCHED_ENGINE_OMPPAGE_H
 
 #include "core/job.h"
-#include "core/json.h"
 
 /* Make job j's page (j->omp) if it has none: 0, or -1 after a warning (the
  * job then runs without one: its shim revalidates on the clock). */
@@ -30,7 +29,5 @@ void cs_omppage_reset(struct cs_job *j);
 /* At the end of a step: j->omp_team and j->omp_regions from the page,
  * bounded (shared/omppage.h). */
 void cs_omppage_step(struct cs_job *j);
-/* The step's reverse channel into j's trace object o (nothing without a page). */
-void cs_omppage_trace(const struct cs_job *j, json_t *o);
 
 #endif

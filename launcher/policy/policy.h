@@ -1,7 +1,9 @@
 /*
- * policy/policy.h - the policy host (policy.c): loads a Lua policy into its
- * own sandbox, hands it a read-only snapshot of the node and the jobs each
- * epoch, and validates the plan it returns (cosched-policy(7)).
+ * policy/policy.h - the policy host: loads a Lua policy into its own
+ * sandbox, hands it a read-only snapshot of the node and the jobs each
+ * epoch, and validates the plan it returns (cosched-policy(7)).  The one
+ * public header of policy/; its files (policy.c loading, bounds.c, sandbox.c,
+ * clib.c, snapshot.c, plan.c, results.c) share policy/internal.h.
  *
  * May use: core/, counters/ (the profile's metric names and values the
  * snapshot carries).  Used by: engine/, node/, cli/.
@@ -10,6 +12,7 @@
 #define COSCHED_POLICY_H
 
 #include "core/engine_state.h"
+#include "core/store.h"          /* struct cs_stored: a plan's results */
 
 #define CS_POLICY_API 1
 
@@ -17,9 +20,25 @@
  * files that pass cs_path_trusted(). */
 extern int cs_policy_trusted_only;
 
+/* What one plan() call returns (cosched-policy(7)): the steps, and beside
+ * them the policy's characterization results (its second value) and what it
+ * says of each job (its third).  The policy host only fills it; the caller
+ * applies it: the engine stores the results (core/store.c), traces them and
+ * hangs each info object on its job (policy_info, which it may take: set
+ * info[i].json to NULL).  Everything in it is the plan's own until
+ * cs_plan_free(). */
 struct cs_plan_job { int job; hwloc_bitmap_t cpus; hwloc_bitmap_t mems; };
 struct cs_plan_step { double duration; int njobs; struct cs_plan_job *jobs; };
-struct cs_plan { int nsteps; struct cs_plan_step *steps; };
+struct cs_plan_result { int job; struct cs_stored r; };      /* job: its id, a live job's */
+struct cs_plan_info { int job; struct json_t *json; };       /* an object, at most 2 KiB written */
+struct cs_plan {
+    int nsteps;
+    struct cs_plan_step *steps;
+    int nresults;                  /* at most one per live job */
+    struct cs_plan_result *results;
+    int ninfo;                     /* at most one per live job */
+    struct cs_plan_info *info;
+};
 void cs_plan_free(struct cs_plan *p);
 
 struct cs_policy;
@@ -40,7 +59,8 @@ int cs_policy_shares_cpus(const struct cs_policy *p);
  * loading and init() get max(seconds, 1.0).  Call before cs_policy_load(). */
 void cs_policy_limits(size_t mem_bytes, uint64_t instructions, double seconds);
 /* Ask for a plan; 0 and *plan filled and validated, or -1 after reporting
- * the failure (file:line) - the caller then runs its fallback plan. */
+ * the failure (file:line) - the caller then runs its fallback plan.  It
+ * reads e (the snapshot) and writes nothing but p and *plan. */
 int cs_policy_plan(struct cs_policy *p, struct cs_engine *e, struct cs_plan *plan);
 void cs_policy_free(struct cs_policy *p);
 /* The policy search path, most specific first (see cosched(1) FILES): extra

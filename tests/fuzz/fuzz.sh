@@ -41,7 +41,7 @@ sources() {
     simnode | simapps) echo launcher/sim/sim.c launcher/sim/files.c launcher/core/topo.c launcher/core/util.c launcher/shared/duration.c launcher/core/json.c ;;
     replay) echo launcher/counters/replay.c launcher/counters/profile.c launcher/counters/perfspec.c launcher/counters/formula.c launcher/core/util.c launcher/shared/duration.c launcher/core/json.c ;;
     store) echo launcher/core/util.c launcher/shared/duration.c launcher/core/json.c ;;     # store.c is included by the harness
-    report) echo launcher/cli/report.c launcher/cli/opts.c launcher/core/store.c launcher/core/util.c launcher/shared/duration.c launcher/core/json.c ;;
+    report) echo launcher/cli/report.c launcher/engine/trace.c launcher/cli/opts.c launcher/core/store.c launcher/core/util.c launcher/shared/duration.c launcher/core/json.c ;;
     *) return 1 ;;
     esac
 }

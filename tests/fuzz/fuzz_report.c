@@ -1,7 +1,8 @@
 /*
- * fuzz_report - traces read by `cosched report` (launcher/cli/report.c): the
- * input is a trace file; what reads is drawn as SVG and HTML and summed up
- * as JSON and CSV (into files under /tmp that each input overwrites).
+ * fuzz_report - traces read by `cosched report` (cs_trace_read() in
+ * launcher/engine/trace.c, drawn by launcher/cli/report.c): the input is a
+ * trace file; what reads is drawn as SVG and HTML and summed up as JSON and
+ * CSV (into files under /tmp that each input overwrites).
  */
 #define FUZZ_WANT_LOG
 #include "fuzz.h"

@@ -26,17 +26,13 @@ C_MAX, H_MAX = 1000, 200
 EXCEPTIONS = {
     # (file, header it includes against the table)
     'include': {
-        # until the plan carries its results (issue 27, deliver 3)
-        ('launcher/policy/policy.c', 'launcher/engine/results.h'),
     },
     # files over C_MAX / H_MAX lines
     'size': {
-        'launcher/policy/policy.c',
         'launcher/node/serve.c',
         'launcher/engine/engine.c',
         'launcher/control/slurm.c',
         'launcher/control/proc.c',
-        'launcher/cli/report.c',
         'launcher/control/control.h',
     },
 }
