@@ -851,3 +851,36 @@ EOF
     echo "$output"
     [ "$status" -eq 0 ]
 }
+
+@test "simulate: flca and tft leave no core idle while a job is frozen, but for flca's folded characterization quanta" {
+    # issue 24's work-conservation goal as a checked number: 8 jobs of paper
+    # 001's high contention (4 S, 4 C) and high+N (3 S, 3 C, 2 N); flca
+    # measures each job folded for one quantum in an LLC of its own, so on
+    # this one-LLC node at most 8 x 4 cores x 1 s sit idle (less where an N
+    # job may share them); without characterization, and under tft, none
+    printf 'stream\ngemver\ntrmm\nsyrk\ngesummv\ngemm\ntrisolv\njacobi\n' > high.workload
+    printf 'stream\ngemver\ntrmm\nsyrk\ngesummv\nep\ntrisolv\ndoitgen\n' > highn.workload
+    local w
+    for w in high highn; do
+        simulate --node paper001 --apps table2 --window 60 --json --workload $w.workload \
+            --policy flca,flca:pairing=measured,flca:characterize=no,tft
+        [ "$status" -eq 0 ] || { echo "$stderr"; false; }
+        echo "$output" > $w.json
+    done
+    run python3 - high.json highn.json <<'EOF2'
+import json, sys
+for path in sys.argv[1:]:
+    d = json.load(open(path))
+    q = d["quantum"]
+    for r in d["results"]:
+        idle, p = r["idle_frozen"], r["policy"]
+        print(path, p, idle)
+        assert idle["held"] < 1e-6, (path, p, idle)
+        if p in ("tft", "flca:characterize=no"):
+            assert idle["nobody"] == 0, (path, p, idle)
+        else:
+            assert 0 < idle["nobody"] <= 8 * 4 * q + 1e-6, (path, p, idle)
+EOF2
+    echo "$output"
+    [ "$status" -eq 0 ]
+}

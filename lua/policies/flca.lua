@@ -112,25 +112,28 @@ Plan, every epoch:
      width again one run in 8 and whenever it uses it); the cores left are filled (pairing.fill_holes), and with holes =
      any those no compatible job takes go to waiting jobs of any class:
      never a core to nobody while a job waits frozen.
-  Measured pairing (pairing = measured; not the default: in the
-     evaluation's paper-001 mixes it won at 4 jobs and lost at 8, see
+  Measured pairing (pairing = measured; not the default: see
      docs/eval/issue24.md): instead of LCA's rule, the selected jobs are
-     paired to maximise the sum over both members of est[class][partner's
-     class], a job's speed beside such a partner (IPC_last /
-     IPC_standalone, from cosched.ageing's tracker: tr.fresh), learned
-     from the steps the policy ran (each job's last step was beside the
-     partner the previous plan gave it), smoothed (weight 0.3 per new
-     sample); a class pair with fewer than `confidence` samples counts as
-     1.5, above any folded speed, so untried pairs are tried.  Pair
-     completion then takes the oldest unselected job of any class.
-     A job with no IPC_standalone (no counters, or characterize = no) has
-     no class but a hint, and one class N for all unhinted jobs would make
-     every pair alike: its estimates are kept per partner job instead
-     (est[its id][partner's id or class]), learned from its Progress by
-     regions (its speed against its own best at that width) - the pairs
-     its region throughput says it runs best beside.  Such a job without
-     enough regions learns nothing, and where no job has them every pair
-     stays untried: the pairing is by age order only.
+     paired to maximise the sum over both members of est[job][partner], a
+     job's speed beside that partner job, learned from the steps the
+     policy ran (each job's last step was beside the partner the previous
+     plan gave it), smoothed (weight 0.3 per new sample); a pair measured
+     fewer than `confidence` times counts as 1.5, above any folded speed,
+     so untried pairs are tried.  Pair completion then takes the oldest
+     unselected job of any class.  The speed is the job's Progress from
+     cosched.ageing's tracker (tr.fresh): IPC_last / IPC_standalone with
+     counters, else its region throughput against its own best at that
+     width; a job without either learns nothing, and where no job has them
+     every pair stays untried: the pairing is by age order only.
+     Why per job and not per class pair: a class is a coarse summary of
+     two behaviours (how much a job hurts, how much it suffers), and jobs
+     of one class differ in both: in the simulator's paper 001 model
+     jacobi (S), folded, keeps 0.29 of its speed beside stream (S) and
+     0.87 beside trisolv (S), so one S-S estimate is wrong for both pairs; without counters every
+     unhinted job is N and one N-N estimate tells no pair from another.
+     Measured on the evaluation's mixes (docs/eval/issue24.md, "Measured
+     pairing per job"): per job at least as good as per class pair in 15
+     of 18 cells, within 0.006 in the other 3.
   Round durations (round_time = age): when every ready job is selected
      (n = K) the rounds' durations are proportional to their jobs' mean
      age, within 0.5-1.5 of the even share (the epoch's length kept); the
@@ -214,9 +217,9 @@ Parameters (--policy-opt key=value):
                      simulator, whose halves are identical and whose jobs have counters;
                      BENCHMARKS.md section 8c)
   pairing = lca      lca: Algorithm 1; measured: the pairs of the selected jobs that maximise the sum of
-                     their measured speeds beside each other (pairing.match), learned per class pair
-                     (per job pair for jobs with no IPC_standalone: "Measured pairing" above)
-  confidence = 3     pairing = measured: samples before a class pair's estimate is trusted
+                     their measured speeds beside each other (pairing.match), learned per pair of
+                     jobs ("Measured pairing" above)
+  confidence = 3     pairing = measured: samples before a pair's estimate is trusted
   w1 = 1, w2 = 1, w3 = 1   age weights (w1 > 0, w2, w3 >= 0; the paper's w3 is 2: see above)
   pair_quanta = 2    quanta per round holding a pair (integer >= 1)
   split = auto       where halves are cut: auto, llc, numa, core, pu
@@ -239,47 +242,32 @@ local src, tr, k_param, split, pair_quanta, continue_epoch
 local complete, depart_fill, holes_any, round_age, used_threads, lone_any, alternate
 -- the half each job of a pair got in its last pair round: 1 or 2 (halves = alternate)
 local half_of = {}
--- pairing = measured: est[a][b] = { v =, n = }: a class-a job's speed beside
--- a class-b job (IPC_last / IPC_standalone), smoothed; a job with no
--- IPC_standalone is keyed by its id instead of its class (key_of);
--- partner[id] = the partner the last plan gave the job (false: alone);
--- by_id[id] = true: some estimate is kept under that id
-local measured, confidence, est, partner, by_id
+-- pairing = measured: est[a][b] = { v =, n = }: job a's speed beside job b
+-- (its Progress: tr.fresh), smoothed; partner[id] = the partner the last
+-- plan gave the job (false: alone)
+local measured, confidence, est, partner
 local OPTIMISTIC = 1.5                  -- an untried pair's value: above any folded speed, so it is tried
 local ALPHA = 0.3                       -- weight of a new sample
 
--- the key of a job's estimates: its class when it was characterized (it has
--- IPC_standalone), else its id - without counters a class is at most a
--- hint, and its speeds come from its own region count, which should move
--- no other job's estimates
-local function key_of(e, id)
-  if e.ipc_standalone then return e.class end
-  return id
-end
-
-local function learn(snap, ctx)
+local function learn(snap)
   for id, rel in pairs(tr.fresh) do
     local other = partner[id]
-    local a, b = ctx.info[id], other and ctx.info[other]
-    if a and b and rel == rel and rel >= 0 and rel < 4 then
-      local ka, kb = key_of(a, id), key_of(b, other)
-      local row = est[ka] or {}
-      est[ka] = row
-      local e = row[kb]
-      if not e then row[kb] = { v = rel, n = 1 }
+    if other and rel == rel and rel >= 0 and rel < 4 then
+      local row = est[id] or {}
+      est[id] = row
+      local e = row[other]
+      if not e then row[other] = { v = rel, n = 1 }
       else e.v, e.n = e.v + ALPHA * (rel - e.v), e.n + 1 end
-      if ka == id then by_id[id] = true end
-      if kb == other then by_id[other] = true end
     end
   end
-  -- forget the estimates kept under the id of a job that left
+  -- forget the estimates of and about jobs that left
   local live, gone = {}, nil
   for _, job in ipairs(snap.jobs) do live[job.id] = true end
-  for id in pairs(by_id) do
+  for id in pairs(est) do
     if not live[id] then gone = gone or {}; gone[#gone + 1] = id end
   end
   if gone then
-    for _, id in ipairs(gone) do est[id], by_id[id] = nil, nil end
+    for _, id in ipairs(gone) do est[id], partner[id] = nil, nil end
     for _, row in pairs(est) do
       for _, id in ipairs(gone) do row[id] = nil end
     end
@@ -292,11 +280,8 @@ local function value(a, b)
   return e.v
 end
 
--- the entries' keys for this plan (key_of), set before pairing
-local keys = {}
 local function pair_score(x, y)
-  local kx, ky = keys[x.id], keys[y.id]
-  return value(kx, ky) + value(ky, kx)
+  return value(x.id, y.id) + value(y.id, x.id)
 end
 -- the epoch in progress: { t0 = snap.now of its plan, rounds = { { units =,
 -- gang =, dur = }, ... } } (step 6); nil when none may be continued
@@ -381,8 +366,8 @@ return {
     lone = { default = "any", help = "any: an S job left without a compatible partner takes the oldest job alone or unselected, of any class; alone: it runs alone" },
     departures = { default = "fill", help = "fill: a job leaving mid-epoch leaves its cores to the oldest compatible waiting job; keep: to its partner" },
     holes = { default = "any", help = "any: cores no compatible job fills go to any waiting job; compatible: they stay idle (LCA's rule first)" },
-    pairing = { default = "lca", help = "lca: paper 001's Algorithm 1; measured: pairs that maximise the jobs' measured speed beside each other, learned per class pair, or per job where there is no IPC reference (untried pairs tried first)" },
-    confidence = { default = 3, help = "pairing = measured: samples of a class pair before its estimate is trusted" },
+    pairing = { default = "lca", help = "lca: paper 001's Algorithm 1; measured: pairs that maximise the jobs' measured speed beside each other, learned per pair of jobs (untried pairs tried first)" },
+    confidence = { default = 3, help = "pairing = measured: samples of a pair of jobs before its estimate is trusted" },
     region_progress = { default = "yes", help = "yes: without counters, CP from the job's OpenMP region throughput (regions per second against its own best of late) where its last step completed 8 or more regions, else from CPU time; no: CPU time only" },
     cpu_progress = { default = "yes", help = "yes: without counters, CP from CPU time, a job's CPU per core held against its own best of late (another process on its cores slows it); no: CP = 0 without counters" },
     halves = { default = "alternate", help = "alternate: a pair's member that had the second half of its cores last time gets the first; fixed: the older member first" },
@@ -441,16 +426,14 @@ return {
     used_threads = choice("threads", "used", "declared") and ageing.busy_threads() or nil
     measured = choice("pairing", "measured", "lca")
     confidence = number(params, "confidence", 1)
-    est, partner, by_id = {}, {}, {}
+    est, partner = {}, {}
   end,
 
   plan = function(snap)
     local ctx = src:begin(snap)
     tr:observe(snap, ctx.info)
     if measured then
-      learn(snap, ctx)
-      keys = {}
-      for _, job in ipairs(ctx.ready) do keys[job.id] = key_of(ctx.info[job.id], job.id) end
+      learn(snap)
     end
     if used_threads then used_threads:observe(snap) end
     local n, tq = #snap.jobs, snap.quantum

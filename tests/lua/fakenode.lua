@@ -4,7 +4,9 @@
 --   local node = fake.node { cores = 8, llcs = 2, quantum = 0.1 }
 --   node:add { class = "S", threads = 8 }    -- a job; id 1, 2, ... in order; regions =
 --                                            -- function(other ids in the step) -> its
---                                            -- OpenMP regions per second (last.regions)
+--                                            -- OpenMP regions per second (last.regions);
+--                                            -- ipc = a number or such a function, bw =
+--                                            -- { l1 =, l2 =, llc = } (counters)
 --   local snap = node:snapshot(params)       -- read-only proxies, as the engine's
 --   local ok, err = fake.validate(snap, plan)   -- the engine's plan checks
 --   node:run(plan)                           -- "run" the steps: waited, quanta, last
@@ -86,7 +88,7 @@ function Node:add(spec)
               class = spec.class, priority = 0, runs = 0, waited = 0.0, quanta_run = 0,
               quanta_frozen = 0, cpu_time = 0, frozen = false, cpus = self.topo.cpus,
               ipc = spec.ipc or 1.0, last_end = self.now, busy = spec.busy, team = spec.team,
-              shim = spec.shim, regions = spec.regions }
+              shim = spec.shim, regions = spec.regions, bw = spec.bw }
   self.jobs[#self.jobs + 1] = j
   self.runs[id] = {}
   return id
@@ -169,13 +171,16 @@ function Node:run(plan, epoch_hook)
         j.frozen = false
         j.cpus = c
         if j.shim then j.team = math.min(j.threads, n, j.busy or math.huge) end  -- the shim: teams follow the cores
+        local others = {}
+        for _, e in ipairs(step.jobs) do
+          if e.id ~= j.id then others[#others + 1] = e.id end
+        end
+        local ipc = j.ipc
+        if type(ipc) == "function" then ipc = ipc(others) end
         j.last = { wall = d, cpu = busy * d, ncpus = n, counted = self.counters and true or false,
-                   metrics = self.counters and { ipc = j.ipc } or nil }
+                   metrics = self.counters and { ipc = ipc, bw_l1 = j.bw and j.bw.l1, bw_l2 = j.bw and j.bw.l2,
+                                                 bw_llc = j.bw and j.bw.llc } or nil }
         if j.regions then                   -- OpenMP regions completed per second beside the others
-          local others = {}
-          for _, e in ipairs(step.jobs) do
-            if e.id ~= j.id then others[#others + 1] = e.id end
-          end
           j.last.regions = math.floor(j.regions(others) * d + 0.5)
         end
         j.waited = 0

@@ -680,6 +680,36 @@ check("flca pairing = measured: without counters, learnt from region throughput 
   local on, off = together("yes"), together("no")
   return on == 0 and off >= 5, on .. " " .. off
 end)
+check("flca pairing = measured, with counters: learnt per pair of jobs, not per class: the two jobs that slow each other are kept apart", function()
+  -- four jobs of one class, characterized from the counters (one S-S
+  -- estimate would tell no pair from another): 1 and 2 run at 3/4 speed
+  -- beside each other, at full speed beside 3 or 4.  Learnt, 1 and 2 never
+  -- share a step after the first epochs; lca pairs them by age: often
+  local BW = { l1 = 10, l2 = 10, llc = 10 }
+  local function together(how)
+    local p, params = load_policy("flca", { pairing = how })
+    local node = fake.node { cores = 8, counters = true }
+    local function hurt(mate)
+      return function(others) return others[1] == mate and 0.45 or 0.6 end
+    end
+    node:add { class = "S", ipc = hurt(2), bw = BW }
+    node:add { class = "S", ipc = hurt(1), bw = BW }
+    node:add { class = "S", ipc = 0.6, bw = BW }
+    node:add { class = "S", ipc = 0.6, bw = BW }
+    local n = 0
+    for e = 1, 60 do
+      local _, plan = run_epoch(node, p, params)
+      for _, st in ipairs(plan) do
+        local ids = {}
+        for _, j in ipairs(st.jobs) do ids[j.id] = true end
+        if e > 30 and ids[1] and ids[2] then n = n + 1 end
+      end
+    end
+    return n
+  end
+  local m, l = together("measured"), together("lca")
+  return m == 0 and l >= 5, m .. " " .. l
+end)
 check("flca: cp_ref takes standalone (the paper) or nearest (the default); any other value is refused", function()
   for _, ref in ipairs { "standalone", "nearest" } do
     local p, params = load_policy("flca", { characterize = "no", cp_ref = ref })
