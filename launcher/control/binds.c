@@ -43,7 +43,7 @@
 #include <string.h>
 #include <hwloc/glibc-sched.h>
 
-#include "control/control.h"
+#include "control/internal.h"
 
 #define AFF_CPUS 8192              /* CPUs an affinity mask is read for */
 

@@ -17,7 +17,7 @@
 
 #include <string.h>
 
-#include "control/control.h"
+#include "control/internal.h"
 
 static const struct cs_control_ops *const backends[] = {
     &cs_control_cgroup1, &cs_control_cgroup2, &cs_control_signals,

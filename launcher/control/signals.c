@@ -51,7 +51,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "control/control.h"
+#include "control/internal.h"
 
 #define WHO "signals"
 #define REC_MAX 8192

@@ -7,13 +7,17 @@
  * {slurm,user/task_0}), forks one task of T spinning threads into
  * user/task_0, hands it to the Slurm backend (job_attach, which locates the
  * step from the task's /proc/PID/cgroup as for a registration), then times
- * N rounds of freeze_many() of the step alone and thaw(), -g ms apart
- * (CLOCK_MONOTONIC, median, p10, p90 in microseconds).  The controller runs
+ * N rounds of freeze_many() of the step alone and thaw(), each after -g
+ * ms of running or being frozen (CLOCK_MONOTONIC, median, p10, p90 in
+ * microseconds).  The gap is a quantum: keep it above 12 ms, since the
+ * kernel sends at most one cgroup.events notification per file per 10 ms
+ * (CGROUP_FILE_NOTIFY_MIN_INTV, rounded up to jiffies), and a freeze right
+ * after a thaw would be timed against that limit, not against the freezer.  The controller runs
  * SCHED_FIFO when permitted, as the engine does.  Everything it made is
  * removed at the end.  Needs root and a cgroup2 hierarchy with
  * cgroup.freeze (the test VM, tests/vm/README).
  *
- *   stepfreeze [-n 200] [-t 2] [-g 5]
+ *   stepfreeze [-n 200] [-t 2] [-g 30]
  *
  * tests/vm/stepcount runs it under strace -c for the system calls per
  * freeze (BENCHMARKS.md 11a).
@@ -32,7 +36,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "control/control.h"
+#include "control/internal.h"
 
 static double mono(void)
 {
@@ -58,7 +62,7 @@ static void spin_task(int threads)
 
 static int put(const char *dir, const char *file, const char *val)
 {
-    char p[PATH_MAX];
+    char p[PATH_MAX + 256];
     FILE *f;
     snprintf(p, sizeof p, "%s/%s", dir, file);
     if (!(f = fopen(p, "w")))
@@ -69,8 +73,9 @@ static int put(const char *dir, const char *file, const char *val)
 
 int main(int argc, char **argv)
 {
-    int n = 200, threads = 2, gap_ms = 5, o;
-    char top[PATH_MAX], job[PATH_MAX], step[PATH_MAX], user[PATH_MAX], task[PATH_MAX], slurm[PATH_MAX];
+    int n = 200, threads = 2, gap_ms = 30, o;
+    char top[PATH_MAX + 64], job[PATH_MAX + 96], step[PATH_MAX + 128], user[PATH_MAX + 160], task[PATH_MAX + 192],
+        slurm[PATH_MAX + 192];
     char mnt[PATH_MAX], own[PATH_MAX], why[PATH_MAX + 256], name[32], num[32];
     int pipefd[2];
 
@@ -148,15 +153,16 @@ int main(int argc, char **argv)
     for (int i = 0; i < n; i++) {
         int frozen = 0;
         struct timespec gap = { gap_ms / 1000, (long)(gap_ms % 1000) * 1000000L };
-        nanosleep(&gap, NULL);
+        nanosleep(&gap, NULL);              /* running, as for a quantum */
         double t0 = mono();
         if (cs_control_slurm.freeze_many(&e, &jp, 1, &frozen) < 0 || !frozen)
             failed++;
-        double t1 = mono();
+        fz[i] = (mono() - t0) * 1e6;
+        nanosleep(&gap, NULL);              /* frozen, as for a quantum */
+        t0 = mono();
         if (cs_control_slurm.thaw(&e, &j) < 0)
             failed++;
-        th[i] = (mono() - t1) * 1e6;
-        fz[i] = (t1 - t0) * 1e6;
+        th[i] = (mono() - t0) * 1e6;
     }
     qsort(fz, (size_t)n, sizeof *fz, cmp);
     qsort(th, (size_t)n, sizeof *th, cmp);
