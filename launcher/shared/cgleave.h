@@ -14,7 +14,11 @@
  * whatever controllers its children have, and under v1 the place Slurm's
  * tree hangs from.  Hierarchies Slurm does not use are left as they are.
  *
- * libc only: compiled into cosched and into plugin/cosched.so.
+ * libc only: compiled into cosched and into plugin/cosched.so.  Its
+ * mountinfo reading is a small libc-only twin of control/cgroupfs.c's
+ * cs_cgroup_locate, which the plugin may not use (it includes
+ * launcher/shared/ only) and which reports through core/'s log: the
+ * lookup is written twice, the rule once.
  */
 #ifndef COSCHED_CGLEAVE_H
 #define COSCHED_CGLEAVE_H
