@@ -73,7 +73,7 @@ extern const struct cs_control_ops cs_control_cgroup2;
 extern const struct cs_control_ops cs_control_signals;
 /* Slurm steps (slurm.c): Slurm's own step cgroups, v1 or v2 layout. */
 extern const struct cs_control_ops cs_control_slurm;
-/* Thaw Slurm step freezers a dead engine left frozen; how many (slurm.c). */
+/* Thaw Slurm step freezers a dead engine left frozen; how many (slurmleft.c). */
 int cs_slurm_thaw_leftovers(void);
 int cs_slurm_keep_state(const char *dir);
 int cs_slurm_restore_held(void);
