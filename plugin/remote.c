@@ -48,6 +48,7 @@
 #include <unistd.h>
 
 #include "plugin.h"
+#include "shared/cgleave.h"
 #include "shared/proto.h"
 #include "shared/ompinject.h"
 #include "shared/omppage.h"
@@ -189,75 +190,6 @@ int cs_remote_user_init(spank_t sp)
 
 /* ------------------------------------------------------------------ engine start */
 
-/* Does the comma list `opts` (a cgroup mount's super options) hold every
- * controller of the comma list `ctrls` (from /proc/self/cgroup)? */
-static int has_ctrls(const char *opts, const char *ctrls)
-{
-    char want[256], have[512], *w, *save = NULL;
-
-    snprintf(want, sizeof want, "%s", ctrls);
-    snprintf(have, sizeof have, ",%s,", opts);
-    for (w = strtok_r(want, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
-        char needle[260];
-        snprintf(needle, sizeof needle, ",%s,", w);
-        if (strstr(have, needle) == NULL)
-            return 0;
-    }
-    return 1;
-}
-
-/* For every hierarchy in which slurmstepd sits inside Slurm's groups
- * (a path component starting with "slurm"), the cgroup.procs of the group
- * above them: the engine goes there before it runs (it also moves itself).
- * Hierarchies Slurm does not use are left as they are. */
-static int leave_paths(char paths[][PATH_MAX], int max)
-{
-    FILE *cg = fopen("/proc/self/cgroup", "re"), *mi;
-    char line[4096], mline[4096];
-    int n = 0;
-
-    if (cg == NULL)
-        return 0;
-    while (n < max && fgets(line, sizeof line, cg)) {
-        char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL, *path, *cut;
-        if (c2 == NULL)
-            continue;
-        *c2 = '\0';
-        path = c2 + 1;
-        path[strcspn(path, "\n")] = '\0';
-        if ((cut = strstr(path, "/slurm")) == NULL)
-            continue;
-        *cut = '\0';                    /* the group above Slurm's */
-        if ((mi = fopen("/proc/self/mountinfo", "re")) == NULL)
-            break;
-        while (fgets(mline, sizeof mline, mi)) {
-            char *sep = strstr(mline, " - "), *save = NULL, *mnt, *fstype, *opts;
-            if (sep == NULL)
-                continue;
-            *sep = '\0';
-            strtok_r(mline, " ", &save);
-            for (int i = 0; i < 3; i++)
-                strtok_r(NULL, " ", &save);
-            mnt = strtok_r(NULL, " ", &save);
-            save = NULL;
-            fstype = strtok_r(sep + 3, " ", &save);
-            strtok_r(NULL, " ", &save);     /* source */
-            opts = strtok_r(NULL, " \n", &save);
-            if (mnt == NULL || fstype == NULL || opts == NULL)
-                continue;
-            if (c1[1] == '\0' ? strcmp(fstype, "cgroup2") == 0
-                              : strcmp(fstype, "cgroup") == 0 && has_ctrls(opts, c1 + 1)) {
-                if (snprintf(paths[n], PATH_MAX, "%s%s/cgroup.procs", mnt, path) < PATH_MAX)
-                    n++;
-                break;
-            }
-        }
-        fclose(mi);
-    }
-    fclose(cg);
-    return n;
-}
-
 /* fork, setsid, fork, exec `cosched serve ...`.  Only async-signal-safe
  * calls between fork and exec (slurmstepd is multithreaded). */
 static int spawn_engine(char *why, size_t whylen)
@@ -277,7 +209,7 @@ static int spawn_engine(char *why, size_t whylen)
     }
     snprintf(quantum, sizeof quantum, "%dms", c->quantum_ms);
     snprintf(idle, sizeof idle, "%dms", c->idle_exit_ms);
-    nroots = leave_paths(roots, 32);
+    nroots = cs_leave_slurm_targets(roots, 32);       /* shared/cgleave.h: the rule */
     pid = fork();
     if (pid < 0) {
         snprintf(why, whylen, "cannot start the engine: fork: %s", strerror(errno));
@@ -290,10 +222,7 @@ static int spawn_engine(char *why, size_t whylen)
         if (fork() != 0)
             _exit(0);
         for (int i = 0; i < nroots; i++)
-            if ((fd = open(roots[i], O_WRONLY | O_CLOEXEC)) >= 0) {
-                (void)!write(fd, "0", 1);
-                close(fd);
-            }
+            cs_leave_slurm_move(roots[i]);          /* async-signal-safe */
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
         for (int s = 1; s < NSIG; s++)

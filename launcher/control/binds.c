@@ -43,7 +43,7 @@
 #include <string.h>
 #include <hwloc/glibc-sched.h>
 
-#include "control/control.h"
+#include "control/internal.h"
 #include "core/log.h"
 #include "core/util.h"
 

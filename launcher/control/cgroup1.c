@@ -24,9 +24,9 @@
  * any affinity the job set for its threads itself).
  *
  * freezer: writing FROZEN starts the freeze; freezer.state reads FREEZING
- * until every task has stopped.  v1 has no change notification, so the wait
- * is a short poll (20 us doubling to 2 ms) bounded by CS_FREEZE_TIMEOUT
- * (freeze.c, the loop every backend shares);
+ * until every task has stopped (the v1 rules, cgrules.c).  v1 has no change
+ * notification, so the wait is a short poll (20 us doubling to 2 ms)
+ * bounded by CS_FREEZE_TIMEOUT (freeze.c, the loop every backend shares);
  * freeze_many starts all the freezes before polling, so the waits of the
  * jobs leaving at a switch overlap.  A runnable thread must get a CPU once
  * to freeze, so freezing takes longer the more runnable threads share a
@@ -46,7 +46,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "control/control.h"
+#include "control/internal.h"
 #include "core/log.h"
 #include "core/util.h"
 #include "core/job.h"
@@ -76,6 +76,8 @@ struct cg1 {
 struct cg1_job {
     char dir[NCTL][PATH_MAX];   /* per hierarchy, same index as h */
     char record[REC_MAX];
+    struct cs_cgfreezer fz;     /* the freezer hierarchy's dir (cgrules.c) */
+    char what[32];              /* "job N", for messages */
     pid_t live;                 /* leader of the current instance, 0: none */
     struct cs_proc_cpu cpu;     /* without cpuacct: /proc accounting; always: monotonic */
 };
@@ -160,18 +162,6 @@ static int cpuset_fill(const char *dir, const char *parent, const char *cpus)
     return 0;
 }
 
-static int make_dir(const char *dir, int exist_ok)
-{
-    if (mkdir(dir, 0755) == 0 || (exist_ok && errno == EEXIST))
-        return 0;
-    if (errno == EEXIST)
-        cs_err(WHO ": %s already exists; it was not created by this run and is not reused",
-               dir);
-    else
-        cs_err(WHO ": cannot create %s: %s", dir, strerror(errno));
-    return -1;
-}
-
 static int cg1_init(struct cs_engine *e)
 {
     struct cg1 *st = calloc(1, sizeof *st);
@@ -214,7 +204,7 @@ static int cg1_init(struct cs_engine *e)
         struct hier *h = &st->h[i];
         int tries;
         for (tries = 0;; tries++) {
-            if (make_dir(h->top, 1) < 0)
+            if (cs_cg_mkdir(WHO, h->top, 1) < 0)
                 goto fail;
             /* shared and possibly stale: always as wide as the own cgroup */
             if ((h->ctls & 1u << C_CPUSET) && cpuset_fill(h->top, h->own, NULL) < 0)
@@ -223,7 +213,7 @@ static int cg1_init(struct cs_engine *e)
                 break;
             /* another cosched's fini removed top between our two mkdirs */
             if (errno != ENOENT || tries == 3) {
-                make_dir(h->run, 0);
+                cs_cg_mkdir(WHO, h->run, 0);
                 goto fail;
             }
         }
@@ -273,7 +263,7 @@ static int cg1_job_prepare(struct cs_engine *e, struct cs_job *j)
     cs_guard_record("%s", cj->record);
     recorded = 1;
     for (i = 0; i < st->nh; i++) {
-        if (make_dir(cj->dir[i], 0) < 0)
+        if (cs_cg_mkdir(WHO, cj->dir[i], 0) < 0)
             goto fail;
         made[i] = 1;
         if ((st->h[i].ctls & 1u << C_CPUSET) && cpuset_fill(cj->dir[i], st->h[i].run, NULL) < 0)
@@ -284,6 +274,8 @@ static int cg1_job_prepare(struct cs_engine *e, struct cs_job *j)
             cs_warn(WHO ": job %d: cpuset.memory_migrate could not be set: memory will not follow a change "
                     "of memory nodes", j->id);
     }
+    cs_cgf_open(&cj->fz, WHO, 0, cj->dir[st->at[C_FREEZER]]);
+    snprintf(cj->what, sizeof cj->what, "job %d", j->id);
     j->ctl = cj;
     return 0;
 fail:
@@ -321,70 +313,34 @@ static int cg1_set_cpus(struct cs_engine *e, struct cs_job *j,
     return cs_cg_write_cpuset(WHO, dir, cpus, mems);
 }
 
-/* Wait until dir/freezer.state reads want; 0, or -1 on timeout (state in buf). */
-static int wait_state(const char *dir, const char *want, char *buf, size_t len)
-{
-    double t0 = cs_now();
-    long delay = 20000;                     /* ns */
-
-    for (;;) {
-        struct timespec ts;
-        if (cs_cg_read(dir, "freezer.state", buf, len) < 0) {
-            snprintf(buf, len, "unreadable: %s", strerror(errno));
-            return -1;
-        }
-        if (strcmp(buf, want) == 0)
-            return 0;
-        if (cs_now() - t0 > CS_FREEZE_TIMEOUT)
-            return -1;
-        ts.tv_sec = 0;
-        ts.tv_nsec = delay;
-        nanosleep(&ts, NULL);
-        if (delay < 2000000)
-            delay *= 2;
-    }
-}
-
-/* freeze_many() through cs_freeze_wait(): freezer.state, polled (v1 has no
- * change notification); arg is the backend's state. */
+/* freeze_many() through cs_freeze_wait(): the job's freezer (cgrules.c),
+ * polled (v1 has no change notification). */
 static int cg1_fz_start(void *arg, int i, struct cs_job *j)
 {
-    struct cg1 *st = arg;
     struct cg1_job *cj = j->ctl;
 
-    return cs_cg_write(WHO, cj->dir[st->at[C_FREEZER]], "freezer.state", "FROZEN") < 0 ? -1 : 0;
+    return cs_cgf_ask(WHO, &cj->fz, 1) < 0 ? -1 : 0;
 }
 
 static int cg1_fz_check(void *arg, int i, struct cs_job *j)
 {
-    struct cg1 *st = arg;
     struct cg1_job *cj = j->ctl;
-    const char *dir = cj->dir[st->at[C_FREEZER]];
-    char state[64];
 
-    if (cs_cg_read(dir, "freezer.state", state, sizeof state) < 0) {
-        cs_err(WHO ": job %d: cannot read %s/freezer.state: %s", j->id, dir, strerror(errno));
-        cs_cg_write(WHO, dir, "freezer.state", "THAWED");
-        return -1;
-    }
-    return strcmp(state, "FROZEN") == 0;
+    return cs_cgf_check(WHO, cj->what, &cj->fz);
 }
 
 static void cg1_fz_laggard(void *arg, int i, struct cs_job *j)
 {
-    struct cg1 *st = arg;
     struct cg1_job *cj = j->ctl;
-    const char *dir = cj->dir[st->at[C_FREEZER]];
     char state[64];
 
-    if (cs_cg_read(dir, "freezer.state", state, sizeof state) < 0)
-        snprintf(state, sizeof state, "FREEZING");
-    if (cs_cg_write(WHO, dir, "freezer.state", "THAWED") < 0)
+    cs_cgf_describe(&cj->fz, state, sizeof state);
+    if (cs_cgf_ask(WHO, &cj->fz, 0) < 0)
         cs_err(WHO ": job %d: freezer stuck in %s and could not be thawed back", j->id, state);
     else
         cs_warn(WHO ": job %d: freezer stuck in %s after %.0f ms (%s/freezer.state: a task "
                 "in uninterruptible sleep, or more runnable threads than CPUs); thawed, "
-                "left running this step", j->id, state, CS_FREEZE_TIMEOUT * 1e3, dir);
+                "left running this step", j->id, state, CS_FREEZE_TIMEOUT * 1e3, cj->fz.dir);
 }
 
 static const struct cs_freeze_ops cg1_fz = {
@@ -397,7 +353,7 @@ static const struct cs_freeze_ops cg1_fz = {
 /* Start every freeze, then poll them all until FROZEN or the common bound. */
 static int cg1_freeze_many(struct cs_engine *e, struct cs_job **jobs, int n, int *frozen)
 {
-    return cs_freeze_wait(&cg1_fz, e->ctl_state, jobs, n, frozen);
+    return cs_freeze_wait(&cg1_fz, NULL, jobs, n, frozen);
 }
 
 static int cg1_freeze(struct cs_engine *e, struct cs_job *j)
@@ -409,18 +365,9 @@ static int cg1_freeze(struct cs_engine *e, struct cs_job *j)
 
 static int cg1_thaw(struct cs_engine *e, struct cs_job *j)
 {
-    struct cg1 *st = e->ctl_state;
     struct cg1_job *cj = j->ctl;
-    const char *dir = cj->dir[st->at[C_FREEZER]];
-    char state[64];
 
-    if (cs_cg_write(WHO, dir, "freezer.state", "THAWED") < 0)
-        return -1;
-    if (wait_state(dir, "THAWED", state, sizeof state) == 0)
-        return 0;
-    cs_err(WHO ": job %d: %s/freezer.state still reads %s %.0f ms after THAWED was written",
-           j->id, dir, state, CS_FREEZE_TIMEOUT * 1e3);
-    return -1;
+    return cs_cgf_thaw(WHO, cj->what, &cj->fz);
 }
 
 static int cg1_cpu_time(struct cs_engine *e, struct cs_job *j, uint64_t *ns)
@@ -429,18 +376,9 @@ static int cg1_cpu_time(struct cs_engine *e, struct cs_job *j, uint64_t *ns)
     struct cg1_job *cj = j->ctl;
 
     if (st->at[C_CPUACCT] >= 0) {
-        const char *dir = cj->dir[st->at[C_CPUACCT]];
-        char buf[64], *end;
         uint64_t v;
-        if (cs_cg_read(dir, "cpuacct.usage", buf, sizeof buf) < 0) {
-            cs_err(WHO ": cannot read %s/cpuacct.usage: %s", dir, strerror(errno));
+        if (cs_cg_cpu_ns(WHO, 0, cj->dir[st->at[C_CPUACCT]], &v) < 0)
             return -1;
-        }
-        v = strtoull(buf, &end, 10);
-        if (end == buf) {
-            cs_err(WHO ": %s/cpuacct.usage holds '%s', expected a number of ns", dir, buf);
-            return -1;
-        }
         *ns = cs_proc_cpu_monotonic(&cj->cpu, v);
         return 0;
     }

@@ -8,9 +8,9 @@
  * cgroup2 mount): the root on a plain system, a delegated subtree under a
  * service manager or a batch system.  Tasks go back to base.
  *
- * Freezing: write 1 to cgroup.freeze, then wait for "frozen 1" in
- * cgroup.events.  The events file is opened once per job and waited on with
- * ppoll(POLLPRI): kernfs flags a change against what this descriptor last
+ * Freezing (the v2 rules, cgrules.c): write 1 to cgroup.freeze, then wait
+ * for "frozen 1" in cgroup.events.  The events file is opened once per job
+ * and waited on with ppoll(POLLPRI): kernfs flags a change against what this descriptor last
  * read, and the state is re-read after every wake-up, so no notification
  * can be missed and nothing sleeps in a loop; freeze_many waits on the
  * events files of all leaving jobs in one ppoll.  The wait is bounded; a job
@@ -50,7 +50,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "control/control.h"
+#include "control/internal.h"
 #include "core/log.h"
 #include "core/util.h"
 #include "core/job.h"
@@ -71,7 +71,8 @@ struct cg2 {
 
 struct cg2_job {
     char dir[PATH_MAX];
-    int events;                 /* cgroup.events, for ppoll */
+    struct cs_cgfreezer fz;     /* dir's freezer, cgroup.events held open (cgrules.c) */
+    char what[32];              /* "job N", for messages */
     char record[REC_MAX];
 };
 
@@ -148,17 +149,6 @@ static int cg2_probe(char *why, size_t len)
     return ret;
 }
 
-static int make_dir(const char *dir, int exist_ok)
-{
-    if (mkdir(dir, 0755) == 0 || (exist_ok && errno == EEXIST))
-        return 0;
-    if (errno == EEXIST)
-        cs_err(WHO ": %s already exists; it was not created by this run and is not reused", dir);
-    else
-        cs_err(WHO ": cannot create %s: %s", dir, strerror(errno));
-    return -1;
-}
-
 /* Switch cpuset on for dir's children unless it already is. */
 static int enable_cpuset(const char *dir)
 {
@@ -216,12 +206,12 @@ static int cg2_init(struct cs_engine *e)
     if (st->cpuset && enable_cpuset(st->base) < 0)
         goto fail;
     for (tries = 0;; tries++) {
-        if (make_dir(st->top, 1) < 0)
+        if (cs_cg_mkdir(WHO, st->top, 1) < 0)
             goto fail;
         if (mkdir(st->run, 0755) == 0)
             break;
         if (errno != ENOENT || tries == 3) {    /* ENOENT: a concurrent fini took top */
-            make_dir(st->run, 0);
+            cs_cg_mkdir(WHO, st->run, 0);
             goto fail;
         }
     }
@@ -254,14 +244,14 @@ static int cg2_job_prepare(struct cs_engine *e, struct cs_job *j)
 {
     struct cg2 *st = e->ctl_state;
     struct cg2_job *cj = calloc(1, sizeof *cj);
-    char file[PATH_MAX + 32], *restore = NULL;
+    char *restore = NULL;
     int made = 0, recorded = 0;
 
     if (!cj) {
         cs_err(WHO ": out of memory");
         return -1;
     }
-    cj->events = -1;
+    cj->fz.events = -1;
     if (!st->cpuset && hwloc_bitmap_list_asprintf(&restore, st->restore) < 0) {
         cs_err(WHO ": out of memory");
         goto fail;
@@ -277,21 +267,17 @@ static int cg2_job_prepare(struct cs_engine *e, struct cs_job *j)
     }
     cs_guard_record("%s", cj->record);
     recorded = 1;
-    if (make_dir(cj->dir, 0) < 0)
+    if (cs_cg_mkdir(WHO, cj->dir, 0) < 0)
         goto fail;
     made = 1;
-    snprintf(file, sizeof file, "%s/cgroup.events", cj->dir);
-    cj->events = open(file, O_RDONLY | O_CLOEXEC);
-    if (cj->events < 0) {
-        cs_err(WHO ": cannot open %s: %s", file, strerror(errno));
+    if (cs_cgf_open(&cj->fz, WHO, 1, cj->dir) < 0)
         goto fail;
-    }
+    snprintf(cj->what, sizeof cj->what, "job %d", j->id);
     j->ctl = cj;
     free(restore);
     return 0;
 fail:
-    if (cj->events >= 0)
-        close(cj->events);
+    cs_cgf_close(&cj->fz);
     if (made)
         cs_cgroup_reclaim(WHO, cj->dir, st->base, NULL);
     if (recorded)
@@ -325,83 +311,34 @@ static int cg2_set_cpus(struct cs_engine *e, struct cs_job *j,
     return cs_cg_write_cpuset(WHO, cj->dir, cpus, mems);
 }
 
-/* The "frozen" value in cgroup.events (read from offset 0), -1 on error. */
-static int frozen_now(int fd)
-{
-    char buf[256], *p;
-    ssize_t r = pread(fd, buf, sizeof buf - 1, 0);
-
-    if (r < 0)
-        return -1;
-    buf[r] = '\0';
-    p = strstr(buf, "frozen ");
-    return p ? atoi(p + 7) : -1;
-}
-
-/* Wait until cgroup.events (fd) says "frozen want"; -1 with errno on
- * failure, ETIMEDOUT after CS_FREEZE_TIMEOUT. */
-static int wait_frozen(int fd, int want)
-{
-    double deadline = cs_now() + CS_FREEZE_TIMEOUT;
-
-    for (;;) {
-        struct pollfd pfd = { .fd = fd, .events = POLLPRI };
-        struct timespec ts;
-        double left;
-        int v = frozen_now(fd);
-
-        if (v == want)
-            return 0;
-        if (v < 0)
-            return -1;
-        left = deadline - cs_now();
-        if (left <= 0) {
-            errno = ETIMEDOUT;
-            return -1;
-        }
-        ts.tv_sec = (time_t)left;
-        ts.tv_nsec = (long)((left - (double)ts.tv_sec) * 1e9);
-        if (ppoll(&pfd, 1, &ts, NULL) < 0 && errno != EINTR)
-            return -1;
-    }
-}
-
-/* freeze_many() through cs_freeze_wait(): cgroup.freeze, and a ppoll() on
- * the cgroup.events of the pending jobs. */
+/* freeze_many() through cs_freeze_wait(): the job's freezer (cgrules.c),
+ * and a ppoll() on the cgroup.events of the pending jobs. */
 static int cg2_fz_start(void *arg, int i, struct cs_job *j)
 {
     struct cg2_job *cj = j->ctl;
 
-    return cs_cg_write(WHO, cj->dir, "cgroup.freeze", "1") < 0 ? -1 : 0;
+    return cs_cgf_ask(WHO, &cj->fz, 1) < 0 ? -1 : 0;
 }
 
 static int cg2_fz_check(void *arg, int i, struct cs_job *j)
 {
     struct cg2_job *cj = j->ctl;
-    int v = frozen_now(cj->events);
 
-    if (v == 1)
-        return 1;
-    if (v < 0) {
-        cs_err(WHO ": job %d: cannot read %s/cgroup.events: %s", j->id, cj->dir, strerror(errno));
-        cs_cg_write(WHO, cj->dir, "cgroup.freeze", "0");
-        return -1;
-    }
-    return 0;
+    return cs_cgf_check(WHO, cj->what, &cj->fz);
 }
 
 static int cg2_fz_event_fd(void *arg, int i, struct cs_job *j)
 {
     struct cg2_job *cj = j->ctl;
 
-    return cj->events;
+    return cj->fz.events;
 }
 
 static void cg2_fz_laggard(void *arg, int i, struct cs_job *j)
 {
     struct cg2_job *cj = j->ctl;
 
-    if (cs_cg_write(WHO, cj->dir, "cgroup.freeze", "0") < 0)
+    if (cs_cgf_ask(WHO, &cj->fz, 0) < 0)
         cs_err(WHO ": job %d: freeze did not complete and could not be undone", j->id);
     else
         cs_warn(WHO ": job %d: not frozen after %.0f ms (%s/cgroup.events: a task in "
@@ -435,32 +372,14 @@ static int cg2_thaw(struct cs_engine *e, struct cs_job *j)
 {
     struct cg2_job *cj = j->ctl;
 
-    if (cs_cg_write(WHO, cj->dir, "cgroup.freeze", "0") < 0)
-        return -1;
-    if (wait_frozen(cj->events, 0) == 0)
-        return 0;
-    cs_err(WHO ": job %d: %s/cgroup.events does not show 'frozen 0' %.0f ms after thawing: %s",
-           j->id, cj->dir, CS_FREEZE_TIMEOUT * 1e3, strerror(errno));
-    return -1;
+    return cs_cgf_thaw(WHO, cj->what, &cj->fz);
 }
 
 static int cg2_cpu_time(struct cs_engine *e, struct cs_job *j, uint64_t *ns)
 {
     struct cg2_job *cj = j->ctl;
-    char buf[1024], *p, *end;
-    unsigned long long us;
 
-    if (cs_cg_read(cj->dir, "cpu.stat", buf, sizeof buf) < 0) {
-        cs_err(WHO ": cannot read %s/cpu.stat: %s", cj->dir, strerror(errno));
-        return -1;
-    }
-    p = strstr(buf, "usage_usec ");
-    if (!p || (us = strtoull(p + 11, &end, 10), end == p + 11)) {
-        cs_err(WHO ": %s/cpu.stat has no 'usage_usec N' line", cj->dir);
-        return -1;
-    }
-    *ns = (uint64_t)us * 1000ull;
-    return 0;
+    return cs_cg_cpu_ns(WHO, 1, cj->dir, ns);
 }
 
 static void cg2_job_release(struct cs_engine *e, struct cs_job *j)
@@ -470,7 +389,7 @@ static void cg2_job_release(struct cs_engine *e, struct cs_job *j)
 
     if (!cj)
         return;
-    close(cj->events);
+    cs_cgf_close(&cj->fz);
     cs_cgroup_reclaim(WHO, cj->dir, st->base, st->cpuset ? NULL : st->restore);
     cs_guard_forget("%s", cj->record);
     free(cj);

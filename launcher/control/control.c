@@ -17,7 +17,7 @@
 
 #include <string.h>
 
-#include "control/control.h"
+#include "control/internal.h"
 #include "core/log.h"
 
 static const struct cs_control_ops *const backends[] = {

@@ -8,14 +8,17 @@
  *   freeze and says why (the job runs this step rather than stall the
  *   switch)
  *
- * Waiting: where the backend gives each job an event descriptor (cgroup2's
- * cgroup.events, which the kernel marks POLLPRI when "frozen" changes) the
- * loop sleeps in ppoll() until one changes; otherwise it looks again after a
- * back-off of 20 us doubling to 2 ms: a freeze usually completes in a few
- * hundred microseconds (BENCHMARKS.md), so the first looks come early and a
- * slow freeze costs a few dozen looks at most.
+ * Waiting: where the backend gives a job an event descriptor (cgroup v2's
+ * cgroup.events, which the kernel marks POLLPRI when "frozen" changes: the
+ * own-run cgroup2 backend and the Slurm backend's v2 steps) the loop sleeps
+ * in ppoll() until one changes; a job without one (v1, signals) is looked
+ * at again after a back-off of 20 us doubling to 2 ms: a freeze usually
+ * completes in a few hundred microseconds (BENCHMARKS.md), so the first
+ * looks come early and a slow freeze costs a few dozen looks at most.
+ * Thaw-and-wait (cgrules.c's cs_cgf_thaw) runs through this loop too, with
+ * "thawed" for "frozen": one wait, whichever way the state goes.
  *
- * The bound, CS_FREEZE_TIMEOUT (control.h, 100 ms), was each backend's own
+ * The bound, CS_FREEZE_TIMEOUT (internal.h, 100 ms), was each backend's own
  * constant before this loop was written once (FREEZE_TIMEOUT in cgroup1.c,
  * cgroup2.c and slurm.c, STOP_TIMEOUT in signals.c), all 100 ms: one value,
  * the same behaviour.
@@ -26,7 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "control/control.h"
+#include "control/internal.h"
 #include "core/log.h"
 #include "core/util.h"
 #include "core/job.h"
@@ -48,36 +51,37 @@ int cs_freeze_wait(const struct cs_freeze_ops *w, void *arg, struct cs_job **job
     }
     t0 = cs_now();
     while (pending) {
-        int npfd = 0;
-        double left;
+        int npfd = 0, nofd = !pfd;
+        double left, wait;
         for (i = 0; i < n; i++) {
-            int s;
+            int s, fd;
             if (frozen[i])
                 continue;
             s = w->check(arg, i, jobs[i]);
             if (s != 0) {
                 frozen[i] = s;
                 pending--;
-            } else if (pfd) {
-                pfd[npfd].fd = w->event_fd(arg, i, jobs[i]);
+            } else if (pfd && (fd = w->event_fd(arg, i, jobs[i])) >= 0) {
+                pfd[npfd].fd = fd;
                 pfd[npfd++].events = POLLPRI;
-            }
+            } else
+                nofd = 1;
         }
         left = CS_FREEZE_TIMEOUT - (cs_now() - t0);
         if (!pending || left <= 0)
             break;
-        if (pfd) {
-            struct timespec ts = { (time_t)left, (long)((left - (double)(time_t)left) * 1e9) };
+        /* a job without an event descriptor is looked at again after the back-off */
+        wait = nofd && (double)delay * 1e-9 < left ? (double)delay * 1e-9 : left;
+        struct timespec ts = { (time_t)wait, (long)((wait - (double)(time_t)wait) * 1e9) };
+        if (npfd) {
             if (ppoll(pfd, (nfds_t)npfd, &ts, NULL) < 0 && errno != EINTR) {
                 cs_err("%s: waiting on %s: %s", w->who, w->events, strerror(errno));
                 break;
             }
-        } else {
-            struct timespec ts = { 0, delay };
+        } else
             nanosleep(&ts, NULL);
-            if (delay < 2000000)
-                delay *= 2;
-        }
+        if (nofd && delay < 2000000)
+            delay *= 2;
     }
     for (i = 0; i < n; i++) {
         if (frozen[i] == 1 && w->settle && w->settle(arg, i, jobs[i])) {

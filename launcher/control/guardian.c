@@ -33,8 +33,11 @@
  * cs_cgroup_reclaim_leftovers).
  *
  * Records are one line each and the backends' business (formats in
- * cgroup1.c, cgroup2.c, signals.c).  cs_guard_start must be called before the
- * backend's init, which records the run directory.
+ * cgroup1.c, cgroup2.c, signals.c, slurm.c); their fields are written and
+ * split here (cs_rec_add, cs_rec_split): space-separated, each escaped like
+ * /proc/self/mountinfo (\040 for a space), which keeps any path safe.
+ * cs_guard_start must be called before the backend's init, which records
+ * the run directory.
  */
 #include "config.h"
 
@@ -55,7 +58,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "control/control.h"
+#include "control/internal.h"
 #include "core/log.h"
 #include "core/util.h"
 
@@ -453,4 +456,49 @@ void cs_guard_done(void)
         cs_debug("guardian: could not say done (%s)", strerror(errno));
     close(guard_fd);
     guard_fd = -1;
+}
+
+/* --------------------------------------------------------- record fields */
+
+int cs_rec_add(char *rec, size_t len, const char *field)
+{
+    size_t n = strlen(rec);
+    const char *s;
+
+    if (n && n + 1 < len)
+        rec[n++] = ' ';
+    for (s = *field ? field : "-"; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == ' ' || c == '\t' || c == '\n' || c == '\\' || (c == '-' && !s[1] && s == field)) {
+            if (n + 4 >= len)
+                goto full;
+            snprintf(rec + n, 5, "\\%03o", c);
+            n += 4;
+        } else {
+            if (n + 1 >= len)
+                goto full;
+            rec[n++] = (char)c;
+        }
+    }
+    rec[n] = '\0';
+    return 0;
+full:
+    rec[len ? len - 1 : 0] = '\0';
+    errno = ENAMETOOLONG;
+    return -1;
+}
+
+int cs_rec_split(char *rec, char **fields, int max)
+{
+    char *save = NULL, *t;
+    int n = 0;
+
+    for (t = strtok_r(rec, " ", &save); t && n < max; t = strtok_r(NULL, " ", &save)) {
+        if (strcmp(t, "-") == 0)
+            t[0] = '\0';                    /* an empty field */
+        else
+            cs_unescape(t);
+        fields[n++] = t;
+    }
+    return n;
 }

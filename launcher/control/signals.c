@@ -51,7 +51,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "control/control.h"
+#include "control/internal.h"
 #include "core/log.h"
 #include "core/job.h"
 #include "core/engine_state.h"

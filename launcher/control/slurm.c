@@ -29,6 +29,14 @@
  *     (tests/vm/40-slurm.bats): tasks in step_<s>/user/task_special of
  *     system.slice/<node>_slurmstepd.scope (a build for multiple slurmd).
  *
+ * This file says WHERE a step's cgroups are and Slurm's safety rules (never
+ * the job-level freezer, leave a step Slurm is killing running, bounds on a
+ * tree its user owns, held steps); HOW to freeze, wait (v2: on
+ * cgroup.events, like every v2 freeze), thaw, read CPU time and move a v1
+ * tree's cores is the cgroup layer's (cgroup.h: cgrules.c, cgtree.c,
+ * cgroupfs.c), shared with cgroup1.c and cgroup2.c; left-frozen steps of a
+ * dead engine are thawed by slurmleft.c.
+ *
  * Slurm stays in charge: no signal is ever sent (scontrol suspend in 22.05
  * uses SIGSTOP/SIGCONT; the freezer neither sends nor undoes them, so an
  * admin's suspend stays in force); nothing of Slurm's is created or removed;
@@ -42,7 +50,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <glob.h>
 #include <signal.h>
 #include <limits.h>
 #include <stdio.h>
@@ -53,7 +60,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "control/control.h"
+#include "control/internal.h"
 #include "core/log.h"
 #include "core/util.h"
 #include "core/job.h"
@@ -67,7 +74,6 @@
  * step whose tree is larger keeps the cores Slurm gave it (it is still
  * frozen and thawed): a user can only hurt the user's own step. */
 #define TREE_DEPTH 3                /* levels below the step's directory */
-#define TREE_GROUPS 256             /* cgroups, the step's own included */
 #define PIDS_LOOKED_AT 512          /* tasks read for pending kill signals */
 #define TIDS_BOUND 4096             /* threads whose own CPU binding is kept */
 
@@ -87,6 +93,8 @@ struct sl_job {
     char bindrec[REC_MAX / 2];  /* those bindings as the record has them */
     int bind_overflow;          /* more than a record holds (said once) */
     struct cs_proc_cpu cpu;
+    struct cs_cgfreezer fz;     /* freeze's freezer: v1 freezer.state, v2 cgroup.freeze + events (cgrules.c) */
+    char what[48];              /* "step J.S", for messages */
 };
 
 /*
@@ -455,6 +463,12 @@ static int sl_job_attach(struct cs_engine *e, struct cs_job *j, pid_t pid)
         free(sj);
         return -1;
     }
+    snprintf(sj->what, sizeof sj->what, "step %s", j->name);
+    if (cs_cgf_open(&sj->fz, WHO, sj->v2, sj->freeze) < 0) {
+        cs_binds_free(sj->binds);
+        free(sj);
+        return -1;
+    }
     snprintf(sj->cur, sizeof sj->cur, "%s", sj->orig);
     make_record(sj);
     cs_guard_record("%s", sj->record);
@@ -505,154 +519,17 @@ static void update_record(struct sl_job *sj, const char *name)
     sj->bind_overflow = !fits;
 }
 
-/* ------------------------------------------------------------ the tree */
-
-/*
- * A step's cgroup tree as far as the engine follows it: the directories
- * found breadth first (every parent before its children), each opened with
- * O_NOFOLLOW relative to its parent, at most TREE_GROUPS of them and
- * TREE_DEPTH levels.  Nothing below is ever recursed into: the shape of the
- * tree is the user's, its size and depth are ours.
- */
-struct tree {
-    int n, truncated;           /* truncated: more groups or levels than we follow */
-    int fd[TREE_GROUPS];
-    short parent[TREE_GROUPS], depth[TREE_GROUPS];
-    char name[TREE_GROUPS][256];
-};
-
-static void tree_close(struct tree *t)
-{
-    if (!t)
-        return;
-    for (int i = 0; i < t->n; i++)
-        close(t->fd[i]);
-    free(t);
-}
-
-/* The tree below dir, down to depth levels, of the subdirectories whose
- * name starts with prefix (NULL: all); NULL when dir cannot be opened. */
-static struct tree *tree_open(const char *dir, int depth, const char *prefix)
-{
-    struct tree *t = calloc(1, sizeof *t);
-
-    if (!t)
-        return NULL;
-    t->fd[0] = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-    if (t->fd[0] < 0) {
-        free(t);
-        return NULL;
-    }
-    t->n = 1;
-    t->parent[0] = -1;
-    snprintf(t->name[0], sizeof t->name[0], "%s", dir);
-    for (int i = 0; i < t->n && !t->truncated; i++) {
-        int dfd = dup(t->fd[i]);
-        DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
-        struct dirent *de;
-        if (!d) {
-            if (dfd >= 0)
-                close(dfd);
-            continue;
-        }
-        while ((de = readdir(d)) != NULL) {
-            if (de->d_type != DT_DIR || de->d_name[0] == '.' ||
-                (prefix && strncmp(de->d_name, prefix, strlen(prefix)) != 0))
-                continue;
-            if (t->depth[i] >= depth || t->n == TREE_GROUPS) {
-                t->truncated = 1;
-                break;
-            }
-            int fd = openat(t->fd[i], de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-            if (fd < 0)
-                continue;               /* removed meanwhile */
-            t->fd[t->n] = fd;
-            t->parent[t->n] = (short)i;
-            t->depth[t->n] = (short)(t->depth[i] + 1);
-            snprintf(t->name[t->n], sizeof t->name[0], "%s", de->d_name);
-            t->n++;
-        }
-        closedir(d);
-    }
-    return t;
-}
-
-/* The path of group i, for messages. */
-static const char *tree_path(const struct tree *t, int i, char *buf, size_t len)
-{
-    if (t->parent[i] < 0) {
-        snprintf(buf, len, "%s", t->name[i]);
-        return buf;
-    }
-    tree_path(t, t->parent[i], buf, len);
-    size_t n = strlen(buf);
-    if (n < len)
-        snprintf(buf + n, len - n, "/%s", t->name[i]);
-    return buf;
-}
-
-/* Write val to file of group i (relative to its open directory). */
-static int tree_write(const struct tree *t, int i, const char *file, const char *val)
-{
-    int fd = openat(t->fd[i], file, O_WRONLY | O_CLOEXEC | O_NOFOLLOW), saved;
-    size_t len = strlen(val);
-    ssize_t w = -1;
-
-    if (fd >= 0) {
-        w = write(fd, val, len);
-        saved = errno;
-        close(fd);
-        errno = w >= 0 && w != (ssize_t)len ? EIO : saved;
-    }
-    if (w == (ssize_t)len)
-        return 0;
-    saved = errno;
-    char path[PATH_MAX];
-    cs_err(WHO ": cannot write %s to %s/%s: %s", val, tree_path(t, i, path, sizeof path), file, strerror(saved));
-    errno = saved;
-    return -1;
-}
-
-/* The contents of file in group i (malloc'd, at most 1 MiB), or NULL. */
-static char *tree_read(const struct tree *t, int i, const char *file)
-{
-    int fd = openat(t->fd[i], file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    size_t n = 0, cap = 16384;
-    char *buf = fd >= 0 ? malloc(cap) : NULL;
-
-    while (buf) {
-        ssize_t r = read(fd, buf + n, cap - n - 1);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        n += (size_t)r;
-        if (cap - n < 4096) {
-            char *p = cap < (1u << 20) ? realloc(buf, cap * 2) : NULL;
-            if (!p)
-                break;
-            buf = p;
-            cap *= 2;
-        }
-    }
-    if (buf)
-        buf[n] = '\0';
-    if (fd >= 0)
-        close(fd);
-    return buf;
-}
-
 /* The threads of a step as far as the engine follows its tree (v1: the
  * cpuset tree's tasks; v2: cgroup.threads below step/user), at most
  * TIDS_BOUND; malloc'd into *out, count returned (0 on any failure). */
 static size_t step_tids(int v2, const char *cpuset, const char *freeze, pid_t **out)
 {
-    struct tree *t = tree_open(v2 ? freeze : cpuset, TREE_DEPTH, NULL);
+    struct cs_cgtree *t = cs_cgtree_open(v2 ? freeze : cpuset, TREE_DEPTH, NULL);
     size_t n = 0;
     pid_t *v = t ? malloc(TIDS_BOUND * sizeof *v) : NULL;
 
     for (int i = 0; v && i < t->n && n < TIDS_BOUND; i++) {
-        char *list = tree_read(t, i, v2 ? "cgroup.threads" : "tasks"), *p, *end;
+        char *list = cs_cgtree_read(t, i, v2 ? "cgroup.threads" : "tasks"), *p, *end;
         for (p = list; p && *p && n < TIDS_BOUND; p = end) {
             long tid = strtol(p, &end, 10);
             if (end == p) {
@@ -664,21 +541,19 @@ static size_t step_tids(int v2, const char *cpuset, const char *freeze, pid_t **
         }
         free(list);
     }
-    tree_close(t);
+    cs_cgtree_close(t);
     *out = v;
     return n;
 }
 
 /* The step's cores: v2 with a cpuset controller, its user/cpuset.cpus (the
  * kernel confines what is below); v2 without one, the affinity of every
- * thread in the tree; v1, cpuset.cpus of every group of the tree, grown to
- * the union parents first, then shrunk children first (a v1 child must stay
- * inside its parent).  -2 when the tree is larger than we follow and the
- * cores cannot be moved consistently (growing always can: what is below
- * stays inside). */
+ * thread in the tree; v1, cpuset.cpus of every group of the tree by v1's
+ * nesting rule (cs_cg1_tree_cpus).  -2 when the tree is larger than we
+ * follow and the cores cannot be moved consistently. */
 static int set_cores(int v2, const char *cpuset, const char *freeze, const char *list)
 {
-    struct tree *t;
+    struct cs_cgtree *t;
     int r = 0;
 
     if (v2 && cpuset[0])
@@ -687,47 +562,18 @@ static int set_cores(int v2, const char *cpuset, const char *freeze, const char 
         hwloc_bitmap_t b = hwloc_bitmap_alloc();
         char path[PATH_MAX];
         /* no nesting rule here: what is followed is bound even when more is below */
-        if (!(t = tree_open(freeze, TREE_DEPTH, NULL)) || hwloc_bitmap_list_sscanf(b, list) < 0)
+        if (!(t = cs_cgtree_open(freeze, TREE_DEPTH, NULL)) || hwloc_bitmap_list_sscanf(b, list) < 0)
             r = -1;
         for (int i = 0; r == 0 && i < t->n; i++)
-            if (cs_affinity_cgroup(WHO, tree_path(t, i, path, sizeof path), b) < 0)
+            if (cs_affinity_cgroup(WHO, cs_cgtree_path(t, i, path, sizeof path), b) < 0)
                 r = -1;
         if (r == 0 && t->truncated)
             r = -2;
-        tree_close(t);
+        cs_cgtree_close(t);
         hwloc_bitmap_free(b);
         return r;
     }
-    char cur[512] = "", uni[1024];
-    hwloc_bitmap_t a = hwloc_bitmap_alloc(), b = hwloc_bitmap_alloc();
-    if (!(t = tree_open(cpuset, TREE_DEPTH, NULL))) {
-        cs_err(WHO ": cannot open %s: %s", cpuset, strerror(errno));
-        r = -1;
-        goto out;
-    }
-    cs_cg_read(cpuset, "cpuset.cpus", cur, sizeof cur);
-    hwloc_bitmap_list_sscanf(a, cur);
-    hwloc_bitmap_list_sscanf(b, list);
-    hwloc_bitmap_or(a, a, b);
-    hwloc_bitmap_list_snprintf(uni, sizeof uni, a);
-    if (t->truncated && strcmp(uni, list) != 0) {
-        r = -2;
-        goto out;
-    }
-    for (int i = 0; i < t->n; i++)
-        if (tree_write(t, i, "cpuset.cpus", uni) < 0) {
-            r = -1;
-            goto out;
-        }
-    if (strcmp(uni, list) != 0)
-        for (int i = t->n - 1; i >= 0; i--)
-            if (tree_write(t, i, "cpuset.cpus", list) < 0)
-                r = -1;
-out:
-    tree_close(t);
-    hwloc_bitmap_free(a);
-    hwloc_bitmap_free(b);
-    return r;
+    return cs_cg1_tree_cpus(WHO, cpuset, TREE_DEPTH, list);
 }
 
 /* Move the step's cores to list, keeping its threads' own CPU bindings
@@ -772,37 +618,12 @@ static int sl_set_cpus(struct cs_engine *e, struct cs_job *j, hwloc_const_bitmap
         sj->pinned = 1;
         cs_warn(WHO ": step %s has more than %d cgroups or %d levels below %s (made by its owner): its cores "
                 "are no longer moved, it keeps the ones Slurm gave it (%s) and is only frozen and thawed",
-                j->name, TREE_GROUPS, TREE_DEPTH, sj->v2 ? sj->freeze : sj->cpuset, sj->orig);
+                j->name, CS_CGTREE_GROUPS, TREE_DEPTH, sj->v2 ? sj->freeze : sj->cpuset, sj->orig);
         r = move(sj->v2, sj->cpuset, sj->freeze, sj->binds, 0, sj->cur, sj->orig) == -1 ? -1 : 0;
         snprintf(sj->cur, sizeof sj->cur, "%s", sj->orig);
     }
     update_record(sj, j->name);
     return r;
-}
-
-static const char *freeze_file(int v2)
-{
-    return v2 ? "cgroup.freeze" : "freezer.state";
-}
-
-static const char *freeze_value(int v2, int on)
-{
-    return v2 ? (on ? "1" : "0") : (on ? "FROZEN" : "THAWED");
-}
-
-/* 1 when dir reads frozen (on) / thawed (!on), 0 not yet, -1 unreadable. */
-static int state_is(int v2, const char *dir, int on)
-{
-    char buf[512];
-    if (v2) {
-        if (cs_cg_read(dir, "cgroup.events", buf, sizeof buf) < 0)
-            return -1;
-        char *f = strstr(buf, "frozen ");
-        return f && (f[7] == '1') == on;
-    }
-    if (cs_cg_read(dir, "freezer.state", buf, sizeof buf) < 0)
-        return -1;
-    return strcmp(buf, on ? "FROZEN" : "THAWED") == 0;
 }
 
 /* Seconds a step may show a pending kill signal and still be taken for
@@ -825,11 +646,11 @@ void cs_slurm_set_kill_grace(double seconds)
  * them (Slurm signals every task, so any of them shows it). */
 static int being_killed(const struct sl_job *sj)
 {
-    struct tree *t = tree_open(sj->freeze, sj->v2 ? 1 : 0, "task_");
+    struct cs_cgtree *t = cs_cgtree_open(sj->freeze, sj->v2 ? 1 : 0, "task_");
     int killed = 0, looked = 0;
 
     for (int i = 0; t && i < t->n && !killed && looked < PIDS_LOOKED_AT; i++) {
-        char *list = tree_read(t, i, "cgroup.procs"), *p, *end;
+        char *list = cs_cgtree_read(t, i, "cgroup.procs"), *p, *end;
         for (p = list; p && *p && !killed && looked < PIDS_LOOKED_AT; p = end) {
             long pid = strtol(p, &end, 10);
             char name[64], line[256];
@@ -854,7 +675,7 @@ static int being_killed(const struct sl_job *sj)
         }
         free(list);
     }
-    tree_close(t);
+    cs_cgtree_close(t);
     return killed;
 }
 
@@ -886,33 +707,38 @@ static int dying(struct cs_job *j, double now)
     return 0;
 }
 
-/* freeze_many() through cs_freeze_wait(): the step's freezer (v1) or
- * cgroup.freeze (v2), polled; arg is the time the switch began (a step
- * being killed by Slurm is not frozen: dying()). */
+/* freeze_many() through cs_freeze_wait(): the step's freezer (cgrules.c),
+ * v2 waited on cgroup.events like every v2 freeze, v1 polled; arg is the
+ * time the switch began (a step being killed by Slurm is not frozen:
+ * dying()). */
 static int sl_fz_start(void *arg, int i, struct cs_job *j)
 {
     struct sl_job *sj = j->ctl;
 
     if (dying(j, *(const double *)arg))
         return -2;
-    return cs_cg_write(WHO, sj->freeze, freeze_file(sj->v2), freeze_value(sj->v2, 1)) < 0 ? -1 : 0;
+    return cs_cgf_ask(WHO, &sj->fz, 1) < 0 ? -1 : 0;
 }
 
 static int sl_fz_check(void *arg, int i, struct cs_job *j)
 {
     struct sl_job *sj = j->ctl;
-    int s = state_is(sj->v2, sj->freeze, 1);
 
-    if (s < 0 && cs_cg_write(WHO, sj->freeze, freeze_file(sj->v2), freeze_value(sj->v2, 0)) < 0)
-        cs_err(WHO ": step %s: freeze did not complete and could not be undone", j->name);
-    return s;
+    return cs_cgf_check(WHO, sj->what, &sj->fz);
+}
+
+static int sl_fz_event_fd(void *arg, int i, struct cs_job *j)
+{
+    struct sl_job *sj = j->ctl;
+
+    return sj->fz.events;
 }
 
 static void sl_fz_laggard(void *arg, int i, struct cs_job *j)
 {
     struct sl_job *sj = j->ctl;
 
-    if (cs_cg_write(WHO, sj->freeze, freeze_file(sj->v2), freeze_value(sj->v2, 0)) < 0)
+    if (cs_cgf_ask(WHO, &sj->fz, 0) < 0)
         cs_err(WHO ": step %s: freeze did not complete and could not be undone", j->name);
     else
         cs_warn(WHO ": step %s: not frozen after %.0f ms (%s); thawed, left running this step",
@@ -928,20 +754,22 @@ static int sl_fz_settle(void *arg, int i, struct cs_job *j)
         return 0;
     sj->dying = 1;
     sj->dying_since = cs_now();
-    cs_cg_write(WHO, sj->freeze, freeze_file(sj->v2), freeze_value(sj->v2, 0));
+    cs_cgf_ask(WHO, &sj->fz, 0);
     cs_info(WHO ": step %s is being killed by Slurm: thawed, left running", j->name);
     return 1;
 }
 
 static const struct cs_freeze_ops sl_fz = {
     .who = WHO,
+    .events = "cgroup.events",
     .start = sl_fz_start,
     .check = sl_fz_check,
+    .event_fd = sl_fz_event_fd,
     .laggard = sl_fz_laggard,
     .settle = sl_fz_settle,
 };
 
-/* Start every freeze, then poll them all until frozen or the common bound. */
+/* Start every freeze, then wait for them all until frozen or the common bound. */
 static int sl_freeze_many(struct cs_engine *e, struct cs_job **jobs, int n, int *frozen)
 {
     double t0 = cs_now();
@@ -958,20 +786,8 @@ static int sl_freeze(struct cs_engine *e, struct cs_job *j)
 static int sl_thaw(struct cs_engine *e, struct cs_job *j)
 {
     struct sl_job *sj = j->ctl;
-    double t0 = cs_now();
 
-    if (cs_cg_write(WHO, sj->freeze, freeze_file(sj->v2), freeze_value(sj->v2, 0)) < 0)
-        return -1;
-    while (state_is(sj->v2, sj->freeze, 0) == 0) {
-        struct timespec ts = { 0, 100000 };
-        if (cs_now() - t0 > CS_FREEZE_TIMEOUT) {
-            cs_err(WHO ": step %s: %s not thawed %.0f ms after it was asked", j->name, sj->freeze,
-                   CS_FREEZE_TIMEOUT * 1e3);
-            return -1;
-        }
-        nanosleep(&ts, NULL);
-    }
-    return 0;
+    return cs_cgf_thaw(WHO, sj->what, &sj->fz);
 }
 
 /* CPU time of the step's tasks: cpu.stat under v2; under v1 the sum over the
@@ -983,10 +799,8 @@ static int sl_cpu_time(struct cs_engine *e, struct cs_job *j, uint64_t *ns)
     uint64_t total = 0;
 
     if (sj->v2) {
-        char buf[1024], *u;
-        if (cs_cg_read(sj->freeze, "cpu.stat", buf, sizeof buf) < 0 || !(u = strstr(buf, "usage_usec ")))
+        if (cs_cg_cpu_ns(NULL, 1, sj->freeze, &total) < 0)
             return -1;
-        total = strtoull(u + 11, NULL, 10) * 1000ULL;
     } else {
         char *list = cs_cg_read_all(sj->freeze, "cgroup.procs"), *p, *end;
         long tck = sysconf(_SC_CLK_TCK);
@@ -1013,15 +827,17 @@ static int sl_cpu_time(struct cs_engine *e, struct cs_job *j, uint64_t *ns)
 static void restore(int v2, const char *freeze, const char *cpuset, const char *orig,
                     struct cs_binds *binds, const char *cur)
 {
+    struct cs_cgfreezer fz = { .v2 = v2, .events = -1, .dir = freeze };
+
     if (access(freeze, F_OK) < 0)
         return;
-    cs_cg_write(WHO, freeze, freeze_file(v2), freeze_value(v2, 0));
+    cs_cgf_ask(WHO, &fz, 0);
     if ((cpuset[0] || v2) && move(v2, cpuset, freeze, binds, cur != NULL, cur ? cur : orig, orig) == -2 && !v2) {
         /* a tree larger than we follow: give back what we can, parents first */
-        struct tree *t = tree_open(cpuset, TREE_DEPTH, NULL);
+        struct cs_cgtree *t = cs_cgtree_open(cpuset, TREE_DEPTH, NULL);
         for (int i = 0; t && i < t->n; i++)
-            tree_write(t, i, "cpuset.cpus", orig);
-        tree_close(t);
+            cs_cgtree_write(WHO, t, i, "cpuset.cpus", orig);
+        cs_cgtree_close(t);
     }
 }
 
@@ -1031,6 +847,7 @@ static void sl_job_release(struct cs_engine *e, struct cs_job *j)
 
     if (!sj)
         return;
+    cs_cgf_close(&sj->fz);
     restore(sj->v2, sj->freeze, sj->cpuset, sj->orig, sj->binds, sj->cur);
     cs_guard_forget("%s", sj->record);
     held_drop(sj->record);
@@ -1071,133 +888,10 @@ static void sl_rescue_thaw(const char *record)
     int n = copy ? cs_rec_split(copy, f, 6) : 0;
 
     if ((n == 5 || n == 6) && strcmp(f[0], "slurm") == 0 && access(f[2], F_OK) == 0) {
-        int v2 = strcmp(f[1], "v2") == 0;
-        cs_cg_write(WHO, f[2], freeze_file(v2), freeze_value(v2, 0));
+        struct cs_cgfreezer fz = { .v2 = strcmp(f[1], "v2") == 0, .events = -1, .dir = f[2] };
+        cs_cgf_ask(WHO, &fz, 0);
     }
     free(copy);
-}
-
-/* Thaw dir's freezer if it reads frozen; 1 when it was thawed. */
-static int thaw_left(int v2, const char *dir)
-{
-    char buf[32];
-
-    if (cs_cg_read(dir, freeze_file(v2), buf, sizeof buf) < 0 || strcmp(buf, freeze_value(v2, 1)) != 0)
-        return 0;
-    if (cs_cg_write(WHO, dir, freeze_file(v2), freeze_value(v2, 0)) < 0)
-        return 0;
-    cs_warn(WHO ": %s was left frozen (by an engine that died with its guardian): thawed", dir);
-    return 1;
-}
-
-/* Root's subdirectories of dir (not "." or links), as names; NULL if none. */
-static char **root_subdirs(const char *dir, int *n)
-{
-    DIR *d = opendir(dir);
-    struct dirent *de;
-    char **v = NULL;
-
-    *n = 0;
-    while (d && (de = readdir(d)) != NULL) {
-        char p[PATH_MAX];
-        struct stat st;
-        if (de->d_name[0] == '.' || snprintf(p, sizeof p, "%s/%s", dir, de->d_name) >= (int)sizeof p ||
-            lstat(p, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != 0)
-            continue;
-        char **nv = realloc(v, (size_t)(*n + 1) * sizeof *v);
-        if (!nv || !(nv[*n] = strdup(de->d_name))) {
-            v = nv;
-            break;
-        }
-        v = nv;
-        (*n)++;
-    }
-    if (d)
-        closedir(d);
-    return v;
-}
-
-static void free_names(char **v, int n)
-{
-    for (int i = 0; i < n; i++)
-        free(v[i]);
-    free(v);
-}
-
-/* The v2 steps of a slurmstepd scope: <scope>/<any job dir>/step_<s>/user. */
-static int thaw_scope(const char *scope)
-{
-    int nj, n = 0;
-    char **jobs = root_subdirs(scope, &nj);
-
-    for (int i = 0; i < nj; i++) {
-        char jd[PATH_MAX], sd[PATH_MAX];
-        DIR *d;
-        struct dirent *de;
-        if (snprintf(jd, sizeof jd, "%s/%s", scope, jobs[i]) >= (int)sizeof jd || !(d = opendir(jd)))
-            continue;
-        while ((de = readdir(d)) != NULL)
-            if (strncmp(de->d_name, "step_", 5) == 0 &&
-                snprintf(sd, sizeof sd, "%s/%s/user", jd, de->d_name) < (int)sizeof sd)
-                n += thaw_left(1, sd);
-        closedir(d);
-    }
-    free_names(jobs, nj);
-    return n;
-}
-
-/* Every directory named [<node>_]slurmstepd.scope in root's part of the cgroup2
- * tree, at most SCOPE_DEPTH levels down: whatever slice holds it (25.11's
- * CgroupSlice), inside a container's cgroup or not. */
-#define SCOPE_DEPTH 8
-static int thaw_scopes(const char *dir, int depth)
-{
-    int nd, n = 0;
-    char **sub = depth < SCOPE_DEPTH ? root_subdirs(dir, &nd) : NULL;
-
-    if (!sub)
-        return 0;
-    for (int i = 0; i < nd; i++) {
-        char p[PATH_MAX];
-        size_t k = strlen(sub[i]);
-        if (snprintf(p, sizeof p, "%s/%s", dir, sub[i]) >= (int)sizeof p)
-            continue;
-        if (k >= 16 && strcmp(sub[i] + k - 16, "slurmstepd.scope") == 0)
-            n += thaw_scope(p);
-        else
-            n += thaw_scopes(p, depth + 1);
-    }
-    free_names(sub, nd);
-    return n;
-}
-
-/* At the node engine's start (it holds the engine lock, so no other engine
- * runs): Slurm 22.05 suspends with SIGSTOP and freezes a step only for the
- * instant of signalling it, and later releases suspend with the freezer of
- * the job, never a step's user/: a step freezer left FROZEN (or a v2 step's
- * user/cgroup.freeze left 1) is a previous engine's - one killed together
- * with its guardian.  Thaw them, saying so.  The steps are found by their
- * place, not by one release's names: v2, user/ of every step_<s> of every
- * job directory (job_<j> or a SLUID) of every <node>_slurmstepd.scope in any
- * slice; v1, every step_<s> of every job_<j> of the freezer's slurm_<node>
- * (v1 kept those names).  Returns how many. */
-int cs_slurm_thaw_leftovers(void)
-{
-    char mnt[PATH_MAX], pat[PATH_MAX + 80];
-    int n = 0;
-    glob_t g;
-
-    if (mount_of(NULL, mnt, sizeof mnt) == 0)
-        n += thaw_scopes(mnt, 0);
-    if (mount_of("freezer", mnt, sizeof mnt) == 0) {
-        snprintf(pat, sizeof pat, "%s/slurm*/uid_*/job_*/step_*", mnt);
-        if (glob(pat, GLOB_NOSORT | GLOB_ONLYDIR, NULL, &g) == 0) {
-            for (size_t i = 0; i < g.gl_pathc; i++)
-                n += thaw_left(0, g.gl_pathv[i]);
-            globfree(&g);
-        }
-    }
-    return n;
 }
 
 const struct cs_control_ops cs_control_slurm = {

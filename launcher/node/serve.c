@@ -83,6 +83,7 @@
 #include "control/control.h"
 #include "counters/counters.h"
 #include "policy/policy.h"
+#include "shared/cgleave.h"
 #include "shared/proto.h"
 
 /* Connections: each user but root may hold PER_USER at once, and the last
@@ -1456,33 +1457,16 @@ const struct cs_host_ops cs_node_host = {
     .tidy = host_tidy,
 };
 
-/* Leave Slurm's cgroups (started on demand from a step's slurmstepd). */
+/* Leave Slurm's cgroups (started on demand from a step's slurmstepd): the
+ * rule is shared/cgleave.h's, the plugin's too. */
 static void leave_slurm_cgroups(void)
 {
-    FILE *f = fopen("/proc/self/cgroup", "re");
-    char line[PATH_MAX + 256];
+    char paths[32][PATH_MAX];
+    int n = cs_leave_slurm_targets(paths, 32);
 
-    if (!f)
-        return;
-    while (fgets(line, sizeof line, f)) {
-        char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL, mnt[PATH_MAX], dir[PATH_MAX],
-             why[256], ctl[64], pid[32];
-        if (!c2 || (!strstr(c2, "slurm") && !strstr(c2, "/job_")))
-            continue;
-        *c2 = '\0';
-        snprintf(ctl, sizeof ctl, "%s", c1 + 1);
-        char *comma = strchr(ctl, ',');
-        if (comma)
-            *comma = '\0';
-        if (strncmp(ctl, "name=", 5) == 0)
-            continue;
-        if (cs_cgroup_locate(ctl[0] ? ctl : NULL, mnt, sizeof mnt, dir, sizeof dir, why, sizeof why) < 0)
-            continue;
-        snprintf(pid, sizeof pid, "%d", (int)getpid());
-        if (cs_cg_write(NULL, mnt, "cgroup.procs", pid) < 0)
-            cs_warn("cannot leave cgroup %s%s: %s", mnt, c2 + 1, strerror(errno));
-    }
-    fclose(f);
+    for (int i = 0; i < n; i++)
+        if (cs_leave_slurm_move(paths[i]) < 0)
+            cs_warn("cannot leave Slurm's cgroups: moving to %s: %s", paths[i], strerror(errno));
 }
 
 static int listen_on(const char *path)

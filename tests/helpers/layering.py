@@ -31,9 +31,6 @@ EXCEPTIONS = {
     'size': {
         'launcher/node/serve.c',
         'launcher/engine/engine.c',
-        'launcher/control/slurm.c',
-        'launcher/control/proc.c',
-        'launcher/control/control.h',
     },
 }
 

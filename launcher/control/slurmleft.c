@@ -1,0 +1,147 @@
+/*
+ * slurmleft.c - Slurm steps a dead engine left frozen, found and thawed when
+ * the next node engine starts (cs_slurm_thaw_leftovers, control.h): one of
+ * the Slurm backend's safety rules, beside slurm.c.  Slurm 22.05 suspends
+ * with SIGSTOP and freezes a step only for the instant of signalling it,
+ * and later releases suspend with the freezer of the job, never a step's
+ * user/: a step freezer left FROZEN (or a v2 step's user/cgroup.freeze left
+ * 1) is a previous engine's.  The freezer's rules are cgrules.c's.
+ *
+ * May use: core/, control/internal.h.
+ */
+#include "config.h"
+
+#include <dirent.h>
+#include <glob.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "control/internal.h"
+#include "core/log.h"
+#include "core/util.h"
+
+#define WHO "slurm"
+
+/* Thaw dir's freezer if it reads frozen; 1 when it was thawed. */
+static int thaw_left(int v2, const char *dir)
+{
+    struct cs_cgfreezer fz = { .v2 = v2, .events = -1, .dir = dir };
+
+    if (cs_cgf_asked(&fz) != 1 || cs_cgf_ask(WHO, &fz, 0) < 0)
+        return 0;
+    cs_warn(WHO ": %s was left frozen (by an engine that died with its guardian): thawed", dir);
+    return 1;
+}
+
+/* Root's subdirectories of dir (not "." or links), as names; NULL if none. */
+static char **root_subdirs(const char *dir, int *n)
+{
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    char **v = NULL;
+
+    *n = 0;
+    while (d && (de = readdir(d)) != NULL) {
+        char p[PATH_MAX];
+        struct stat st;
+        if (de->d_name[0] == '.' || snprintf(p, sizeof p, "%s/%s", dir, de->d_name) >= (int)sizeof p ||
+            lstat(p, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != 0)
+            continue;
+        char **nv = realloc(v, (size_t)(*n + 1) * sizeof *v);
+        if (!nv || !(nv[*n] = strdup(de->d_name))) {
+            v = nv;
+            break;
+        }
+        v = nv;
+        (*n)++;
+    }
+    if (d)
+        closedir(d);
+    return v;
+}
+
+static void free_names(char **v, int n)
+{
+    for (int i = 0; i < n; i++)
+        free(v[i]);
+    free(v);
+}
+
+/* The v2 steps of a slurmstepd scope: <scope>/<any job dir>/step_<s>/user. */
+static int thaw_scope(const char *scope)
+{
+    int nj, n = 0;
+    char **jobs = root_subdirs(scope, &nj);
+
+    for (int i = 0; i < nj; i++) {
+        char jd[PATH_MAX], sd[PATH_MAX];
+        DIR *d;
+        struct dirent *de;
+        if (snprintf(jd, sizeof jd, "%s/%s", scope, jobs[i]) >= (int)sizeof jd || !(d = opendir(jd)))
+            continue;
+        while ((de = readdir(d)) != NULL)
+            if (strncmp(de->d_name, "step_", 5) == 0 &&
+                snprintf(sd, sizeof sd, "%s/%s/user", jd, de->d_name) < (int)sizeof sd)
+                n += thaw_left(1, sd);
+        closedir(d);
+    }
+    free_names(jobs, nj);
+    return n;
+}
+
+/* Every directory named [<node>_]slurmstepd.scope in root's part of the cgroup2
+ * tree, at most SCOPE_DEPTH levels down: whatever slice holds it (25.11's
+ * CgroupSlice), inside a container's cgroup or not. */
+#define SCOPE_DEPTH 8
+static int thaw_scopes(const char *dir, int depth)
+{
+    int nd, n = 0;
+    char **sub = depth < SCOPE_DEPTH ? root_subdirs(dir, &nd) : NULL;
+
+    if (!sub)
+        return 0;
+    for (int i = 0; i < nd; i++) {
+        char p[PATH_MAX];
+        size_t k = strlen(sub[i]);
+        if (snprintf(p, sizeof p, "%s/%s", dir, sub[i]) >= (int)sizeof p)
+            continue;
+        if (k >= 16 && strcmp(sub[i] + k - 16, "slurmstepd.scope") == 0)
+            n += thaw_scope(p);
+        else
+            n += thaw_scopes(p, depth + 1);
+    }
+    free_names(sub, nd);
+    return n;
+}
+
+/* At the node engine's start (it holds the engine lock, so no other engine
+ * runs): Slurm 22.05 suspends with SIGSTOP and freezes a step only for the
+ * instant of signalling it, and later releases suspend with the freezer of
+ * the job, never a step's user/: a step freezer left FROZEN (or a v2 step's
+ * user/cgroup.freeze left 1) is a previous engine's - one killed together
+ * with its guardian.  Thaw them, saying so.  The steps are found by their
+ * place, not by one release's names: v2, user/ of every step_<s> of every
+ * job directory (job_<j> or a SLUID) of every <node>_slurmstepd.scope in any
+ * slice; v1, every step_<s> of every job_<j> of the freezer's slurm_<node>
+ * (v1 kept those names).  Returns how many. */
+int cs_slurm_thaw_leftovers(void)
+{
+    char mnt[PATH_MAX], own[PATH_MAX], why[PATH_MAX + 256], pat[PATH_MAX + 80];
+    int n = 0;
+    glob_t g;
+
+    if (cs_cgroup_locate(NULL, mnt, sizeof mnt, own, sizeof own, why, sizeof why) == 0)
+        n += thaw_scopes(mnt, 0);
+    if (cs_cgroup_locate("freezer", mnt, sizeof mnt, own, sizeof own, why, sizeof why) == 0) {
+        snprintf(pat, sizeof pat, "%s/slurm*/uid_*/job_*/step_*", mnt);
+        if (glob(pat, GLOB_NOSORT | GLOB_ONLYDIR, NULL, &g) == 0) {
+            for (size_t i = 0; i < g.gl_pathc; i++)
+                n += thaw_left(0, g.gl_pathv[i]);
+            globfree(&g);
+        }
+    }
+    return n;
+}
