@@ -32,6 +32,7 @@
 #include "core/engine_state.h"
 #include "core/json.h"
 #include "engine/engine.h"
+#include "local/local.h"
 #include "control/control.h"
 #include "counters/counters.h"
 #include "policy/policy.h"
@@ -367,7 +368,8 @@ static int run_or_classify(int argc, char **argv, struct classify *cl)
 {
     const struct cs_opt *table = cl ? classify_table() : run_opts;
     struct cs_getopt g;
-    struct cs_engine e = { .quantum = 1.0, .omp_env = 1, .output = CS_OUT_PREFIX, .kill_timeout = 10.0 };
+    struct cs_engine e = { .quantum = 1.0, .omp_env = 1, .output = CS_OUT_PREFIX, .kill_timeout = 10.0,
+                           .host = &cs_local_host };
     const char *policy = cl ? "classify" : "tft", *control = "auto", *topospec = NULL, *cpus = NULL,
                *jobfile = NULL, *tracefile = NULL, *counters = "auto", *profspec = NULL, *recordfile = NULL,
                *storedir = NULL, *cmd = cl ? "classify" : "run";

@@ -63,6 +63,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -105,7 +106,7 @@ struct served {                      /* per job (j->served) */
     char opts[256];
     char user[64];                   /* looked up once, at registration (root's request) */
     int nnodes;
-    char where[PATH_MAX];            /* the step's cgroup on this node (one machine may be several nodes) */
+    struct cs_slurm_step at;         /* where the step is (j->slurm): located once, at its first task */
     struct task *t;
     int nt;
     double frozen_s;                 /* s this step was held frozen by the engine */
@@ -188,6 +189,8 @@ static int hold_over(struct cs_engine *e, struct conn *c);
 
 struct cs_serve {
     int lfd;
+    int sfd;                         /* signals (cs_engine_signalfd), polled last */
+    int stopping;                    /* a signal arrived: the engine stops */
     const char *socket;
     struct conn c[MAX_CONNS];
     int nc;
@@ -297,7 +300,7 @@ static struct cs_job *find_step(struct cs_engine *e, unsigned long job, unsigned
         struct served *sv = e->jobs[i]->served;
         if (e->jobs[i]->state != CS_JOB_LIVE || !sv || sv->job != job || sv->step != step)
             continue;
-        if (where && strcmp(where, sv->where) == 0)
+        if (where && strcmp(where, sv->at.freeze) == 0)
             return e->jobs[i];
         for (int k = 0; !where && k < sv->nt; k++)
             if (sv->t[k].pid == pid) {
@@ -308,24 +311,14 @@ static struct cs_job *find_step(struct cs_engine *e, unsigned long job, unsigned
     return NULL;
 }
 
-static void managed_update(struct cs_engine *e)
-{
-    hwloc_bitmap_zero(e->managed);
-    for (int i = 0; i < e->njobs; i++)
-        if (e->jobs[i]->state == CS_JOB_LIVE && e->jobs[i]->allowed)
-            hwloc_bitmap_or(e->managed, e->managed, e->jobs[i]->allowed);
-}
-
 static void task_remove(struct cs_engine *e, struct cs_job *j, int k, const char *why)
 {
     struct served *sv = j->served;
     if (sv->t[k].fd >= 0)
         close(sv->t[k].fd);
     sv->t[k] = sv->t[--sv->nt];
-    if (sv->nt == 0) {
-        cs_engine_drop(e, j, why);
-        managed_update(e);
-    }
+    if (sv->nt == 0)
+        cs_engine_drop(e, j, why);   /* the engine's managed cpus shrink with it */
 }
 
 /* The OK of a registration of j: its id and the policy, and its OpenMP page
@@ -360,10 +353,11 @@ static int do_register(struct cs_engine *e, const struct cs_msg *m, pid_t peer, 
         snprintf(err, sizeof err, "register: key 'cores' missing");
         goto bad;
     }
-    char where[PATH_MAX];
+    static struct cs_slurm_step at;   /* where the step is: found once, here (large: not on the stack) */
+    const char *where = at.freeze;    /* its cgroup on this node (one machine may be several nodes) */
     hwloc_bitmap_t cpus = hwloc_bitmap_alloc();
-    if (cs_slurm_step_cpus((pid_t)pid, peer, (unsigned long)job, (unsigned long)step, cpus, where, sizeof where, err,
-                           sizeof err) < 0) {
+    if (cs_slurm_step_locate((pid_t)pid, peer, (unsigned long)job, (unsigned long)step, &at, cpus, err,
+                             sizeof err) < 0) {
         hwloc_bitmap_free(cpus);
         rf = RF_NOT_IN_STEP;
         goto bad;
@@ -406,8 +400,7 @@ static int do_register(struct cs_engine *e, const struct cs_msg *m, pid_t peer, 
             goto bad;
         }
         cs_info("policy %s now (asked by step %ld.%ld; the engine was idle)", pol, job, step);
-        cs_policy_free(e->policy);
-        e->policy = np;
+        cs_engine_set_policy(e, np);
     } else if (pol && strcmp(pol, cs_policy_name(e->policy)) != 0) {
         struct cs_policy *np = load_policy(s, pol, err, sizeof err);   /* is it a real policy at all? */
         if (!np) {
@@ -421,25 +414,21 @@ static int do_register(struct cs_engine *e, const struct cs_msg *m, pid_t peer, 
     }
     j = calloc(1, sizeof *j);
     struct served *sv = calloc(1, sizeof *sv);
-    struct cs_job **nj = realloc(e->jobs, (e->njobs + 1) * sizeof *nj);
-    if (!j || !sv || !nj) {
+    if (!j || !sv) {
         free(j);
         free(sv);
-        if (nj)
-            e->jobs = nj;
         hwloc_bitmap_free(cpus);
         snprintf(err, sizeof err, "out of memory");
         rf = RF_ENGINE;
         goto bad;
     }
-    e->jobs = nj;
     sv->job = (unsigned long)job;
     sv->step = (unsigned long)step;
     sv->uid = (uid_t)uid;
     snprintf(sv->prog, sizeof sv->prog, "%s", cs_msg_get(m, "name") ? cs_msg_get(m, "name") : "?");
     snprintf(sv->asked, sizeof sv->asked, "%s", pol ? pol : cs_policy_name(e->policy));
     snprintf(sv->opts, sizeof sv->opts, "%s", cs_msg_get(m, "opts") ? cs_msg_get(m, "opts") : "");
-    snprintf(sv->where, sizeof sv->where, "%s", where);
+    sv->at = at;
     struct passwd *pw = getpwuid((uid_t)uid);
     snprintf(sv->user, sizeof sv->user, "%s", pw ? pw->pw_name : "?");
     sv->nnodes = cs_msg_long(m, "nnodes", 1, 100000, 1, &v, err, sizeof err) == 0 ? (int)v : 1;
@@ -453,6 +442,7 @@ static int do_register(struct cs_engine *e, const struct cs_msg *m, pid_t peer, 
     j->allowed = cpus;
     j->nofreeze = sv->nnodes > 1;
     j->served = sv;
+    j->slurm = &sv->at;              /* the step's identity for the control backend: data, not its name */
     int ncores = 0;
     for (int k = 0; k < e->topo->ncores; k++)
         ncores += hwloc_bitmap_intersects(e->topo->cores[k].pus, cpus);
@@ -462,7 +452,7 @@ static int do_register(struct cs_engine *e, const struct cs_msg *m, pid_t peer, 
     const char *cls = cs_msg_get(m, "class");
     if (cls && (strcmp(cls, "S") == 0 || strcmp(cls, "C") == 0 || strcmp(cls, "N") == 0))
         j->cls_hint = cls[0];
-    if (cs_engine_adopt(e, j, (pid_t)pid) < 0) {
+    if (cs_engine_add(e, j, (pid_t)pid) < 0) {
         snprintf(err, sizeof err, "step %ld.%ld could not be put under control (see the engine's log)", job, step);
         if (sv->t[0].fd >= 0)
             close(sv->t[0].fd);
@@ -473,8 +463,6 @@ static int do_register(struct cs_engine *e, const struct cs_msg *m, pid_t peer, 
         rf = RF_ENGINE;
         goto bad;
     }
-    e->jobs[e->njobs++] = j;
-    managed_update(e);
     cs_info("step %s (uid %ld, %s) joined: cores %s%s", j->name, uid, sv->prog, cs_msg_get(m, "cores"),
             j->nofreeze ? ", spans nodes: never frozen" : "");
     register_ok(e, j, want_page, rep, len, page_fd);
@@ -780,7 +768,7 @@ static int handle(struct cs_engine *e, struct conn *c)
 
 static int host_nfds(struct cs_engine *e)
 {
-    int n = 1 + srv(e)->nc;
+    int n = 2 + srv(e)->nc;          /* the socket, the connections, the tasks, the signals */
     for (int i = 0; i < e->njobs; i++)
         if (e->jobs[i]->served)
             n += ((struct served *)e->jobs[i]->served)->nt;
@@ -799,10 +787,32 @@ static int host_pollfds(struct cs_engine *e, struct pollfd *pf, int max)
         struct served *sv = e->jobs[i]->served;
         if (!sv || e->jobs[i]->state != CS_JOB_LIVE)
             continue;
-        for (int k = 0; k < sv->nt && n < max; k++)
+        for (int k = 0; k < sv->nt && n < max - 1; k++)
             pf[n++] = (struct pollfd){ .fd = sv->t[k].fd, .events = POLLIN };
     }
+    pf[n++] = (struct pollfd){ .fd = s->sfd, .events = POLLIN };
     return n;
+}
+
+/* SIGINT, SIGTERM, SIGHUP: the node engine stops (tidy) and gives every step
+ * back to Slurm, thawed, on its own cores.  It signals no step (Slurm does)
+ * and reaps only its own scontrol runs (sjob_reap). */
+static int on_signal(struct cs_serve *s)
+{
+    struct signalfd_siginfo si;
+    int stop = 0;
+
+    while (read(s->sfd, &si, sizeof si) == sizeof si) {
+        int sig = (int)si.ssi_signo;
+        if (sig == SIGCHLD)
+            continue;
+        if (!s->stopping)
+            cs_info("received %s: giving every step back to Slurm (thawed, on its own cores) and exiting",
+                    strsignal(sig));
+        s->stopping = 1;
+        stop = 1;
+    }
+    return stop;
 }
 
 /* A connection refused at the door: one line if the client takes it now. */
@@ -851,6 +861,11 @@ static int host_ready(struct cs_engine *e, const struct pollfd *pf, int n)
     struct cs_serve *s = srv(e);
     int changed = 0, nc = s->nc, k;
     int done[MAX_CONNS] = { 0 };
+
+    if (n > 0 && pf[n - 1].fd == s->sfd) {   /* the signals: last */
+        if ((pf[--n].revents & POLLIN) && on_signal(s))
+            return 1;
+    }
 
     /* ended tasks first: a pidfd closed here may get its number back from a
      * registration below, which must not inherit this round's POLLIN */
@@ -930,22 +945,15 @@ next:;
 static int host_tidy(struct cs_engine *e)
 {
     struct cs_serve *s = srv(e);
-    int k = 0;
 
     account(e);
     metrics_sample(e);
     if (s->metrics && cs_now() - s->metrics_last >= METRICS_EVERY)
         metrics_write(e, 1);
-    for (int i = 0; i < e->njobs; i++) {
-        struct cs_job *j = e->jobs[i];
-        if (j->state == CS_JOB_LIVE) {
-            e->jobs[k++] = j;
-            continue;
-        }
-        served_job_free(j);
-    }
-    e->njobs = k;
-    if (k > 0 || s->idle_exit <= 0) {
+    if (s->stopping)
+        return 1;                    /* a signal: every step goes back to Slurm */
+    cs_engine_forget(e, served_job_free);
+    if (e->njobs > 0 || s->idle_exit <= 0) {
         s->idle_since = cs_now();
         return 0;
     }
@@ -1446,9 +1454,33 @@ static double host_wake(struct cs_engine *e)
 /* ------------------------------------------------------------ daemon */
 
 /* The engine's host: jobs from outside, registered over the socket. */
+static int host_begin(struct cs_engine *e)
+{
+    if ((srv(e)->sfd = cs_engine_signalfd()) < 0)
+        return -1;
+    return cs_guard_start(e->ctl);
+}
+
+static void host_end(struct cs_engine *e, int complete)
+{
+    cs_guard_done();
+    if (srv(e)->sfd >= 0)
+        close(srv(e)->sfd);
+    srv(e)->sfd = -1;
+}
+
+/* No step live: more may register. */
+static int host_more(struct cs_engine *e)
+{
+    return 1;
+}
+
 const struct cs_host_ops cs_node_host = {
     .name = "node engine",
-    .external_jobs = 1,
+    .command = "serve",
+    .begin = host_begin,
+    .end = host_end,
+    .more = host_more,
     .nfds = host_nfds,
     .pollfds = host_pollfds,
     .ready = host_ready,
@@ -1521,7 +1553,7 @@ static int listen_on(const char *path)
 int cs_node_serve(const struct cs_node_opts *o)
 {
     struct cs_engine e = { 0 };
-    struct cs_serve s = { .lfd = -1, .socket = o->socket, .idle_exit = o->idle_exit,
+    struct cs_serve s = { .lfd = -1, .sfd = -1, .socket = o->socket, .idle_exit = o->idle_exit,
                           .popts = o->popts, .npopts = o->npopts };
     const char *policy = o->policy, *logfile = o->logfile, *trace = o->trace, *counters = o->counters;
     char *const *ppath = o->ppath;
