@@ -335,7 +335,7 @@ static void freeze_jobs(struct cs_engine *e, const int *run)
 /*
  * Which job of the engine each plan entry names: run[i] = k + 1 when job i is
  * the step's k-th entry, -1 when job i cannot be frozen and keeps running
- * where it is (a step spanning nodes, see cs_engine_adopt), 0 otherwise.
+ * where it is (a step spanning nodes, see cs_engine_add), 0 otherwise.
  */
 static void step_members(struct cs_engine *e, const struct cs_plan_step *st, int *run)
 {

@@ -3,7 +3,8 @@
  * epoch, step by step, on the state of struct cs_engine (core/engine_state.h).
  *
  * Whose the jobs are is the host's (host.h: local/, node/, sim/ each fill a
- * struct cs_host_ops); summary.c prints a run's summary for the hosts.
+ * struct cs_host_ops); summary.c prints a run's summary for the hosts;
+ * assemble.c puts an engine together for run, serve and simulate.
  *
  * May use: core/, control/, counters/, policy/, shared/.  Used by: local/,
  * node/, sim/, cli/.
@@ -24,6 +25,33 @@
 int cs_engine_omp_page(struct cs_engine *e, struct cs_job *j);
 /* The cores a job lives on when no plan says otherwise. */
 hwloc_const_bitmap_t cs_job_home(const struct cs_engine *e, const struct cs_job *j);
+
+/*
+ * Assembly, the same for every command: each piece as the command chose it
+ * (its options, its trust rules, its model); a piece left NULL is looked up
+ * where a way is given: topology (cs_topo_load; NULL spec: this machine),
+ * managed (none yet: the jobs bring theirs), control (cs_control_select by
+ * name).  The trace file is opened (never through a symbolic link).  -1
+ * after a message.  Disassembly frees what the engine then holds - trace,
+ * policy, managed cpus and topology (unless keep_node: the caller's, shared
+ * by several runs), run_id - not the jobs, the profile or the store.
+ */
+struct cs_engine_parts {
+    struct cs_topo *topo;
+    const char *topology;
+    hwloc_bitmap_t managed;
+    struct cs_policy *policy;
+    const struct cs_control_ops *ctl;
+    const char *control;
+    const struct cs_counter_ops *cnt;  /* NULL: none */
+    const char *cnt_arg;
+    const struct cs_profile *profile;
+    const char *trace;                 /* a file to write the trace to, NULL: none */
+    const struct cs_host_ops *host;
+    void *host_arg;
+};
+int cs_engine_assemble(struct cs_engine *e, const struct cs_engine_parts *p);
+void cs_engine_disassemble(struct cs_engine *e, int keep_node);
 
 /* e->host set: the run, until its jobs are done or its host stops it.
  * The exit status for main(). */
