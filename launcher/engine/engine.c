@@ -131,11 +131,12 @@ static void instance_begun(struct cs_job *j, pid_t pid)
 /*
  * Put an instance under control - the one sequence for every host: attached
  * to the control backend, confined to its home cores (unless it is there
- * already: a Slurm step inside its allocation), followed by the counters and
- * frozen until the plan runs it (never a job that must not be; a freeze
- * that fails is tried three times: a forked child sleeping before its exec
- * freezes at once unless the run queue is crowded; if it does not, it runs
- * confined and the first switch freezes it - not worth refusing the job for).
+ * already: a Slurm step inside its allocation), frozen until the plan runs
+ * it (never a job that must not be; a freeze that fails is tried three
+ * times: a forked child sleeping before its exec freezes at once unless the
+ * run queue is crowded; if it does not, it runs confined and the first
+ * switch freezes it - not worth refusing the job for), then followed by the
+ * counters (nothing of it has run yet: the host lets it go after this).
  */
 static int under_control(struct cs_engine *e, struct cs_job *j, pid_t pid, int confined)
 {
@@ -146,11 +147,11 @@ static int under_control(struct cs_engine *e, struct cs_job *j, pid_t pid, int c
         return -1;
     }
     hwloc_bitmap_copy(j->cpus, cs_job_home(e, j));
-    if (e->cnt->job_attach(e, j, pid) < 0)
-        cs_warn("job %d (%s): counters could not follow this instance; it runs unmeasured", j->id, j->name);
     j->frozen = 0;
     for (int tries = 0; tries < 3 && !j->frozen && !j->nofreeze; tries++)
         j->frozen = e->ctl->freeze(e, j) == 0;
+    if (e->cnt->job_attach(e, j, pid) < 0)
+        cs_warn("job %d (%s): counters could not follow this instance; it runs unmeasured", j->id, j->name);
     j->fresh = 1;
     trace_job_event(e, j, "start", 0);
     return 0;

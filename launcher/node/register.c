@@ -134,12 +134,12 @@ static int do_register(struct cs_engine *e, const struct cs_msg *m, pid_t peer, 
         rf = RF_NOT_IN_STEP;
         goto bad;
     }
-    node_sjob_note(s, (unsigned long)job, m);
     if ((j = find_step(e, (unsigned long)job, (unsigned long)step, where, 0, NULL)) != NULL) {
         struct served *sv = j->served;
         hwloc_bitmap_free(cpus);
         for (int k = 0; k < sv->nt; k++)
             if (sv->t[k].pid == (pid_t)pid) {
+                node_sjob_note(s, (unsigned long)job, m);   /* its Slurm job: time given back */
                 register_ok(e, j, want_page, rep, len, page_fd);
                 return 0;
             }
@@ -157,6 +157,7 @@ static int do_register(struct cs_engine *e, const struct cs_msg *m, pid_t peer, 
          * (v2 without cpuset binds thread by thread): it joins them now */
         if (!hwloc_bitmap_isequal(j->cpus, cs_job_home(e, j)) && e->ctl->set_cpus(e, j, j->cpus, j->mems) < 0)
             cs_warn("step %s: task %ld joined but could not be moved to the step's cpus", j->name, pid);
+        node_sjob_note(s, (unsigned long)job, m);   /* its Slurm job: time given back */
         register_ok(e, j, want_page, rep, len, page_fd);
         return 0;
     }
@@ -237,6 +238,7 @@ static int do_register(struct cs_engine *e, const struct cs_msg *m, pid_t peer, 
     }
     cs_info("step %s (uid %ld, %s) joined: cores %s%s", j->name, uid, sv->prog, cs_msg_get(m, "cores"),
             j->nofreeze ? ", spans nodes: never frozen" : "");
+    node_sjob_note(s, (unsigned long)job, m);   /* its Slurm job: time given back */
     register_ok(e, j, want_page, rep, len, page_fd);
     s->accepted++;
     return 1;
