@@ -51,41 +51,22 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <getopt.h>
-#include <grp.h>
 #include <limits.h>
-#include <math.h>
-#include <poll.h>
-#include <pwd.h>
-#include <signal.h>
-#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/un.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "engine/engine.h"
 #include "core/log.h"
 #include "core/util.h"
-#include "core/topo.h"
-#include "core/job.h"
-#include "core/store.h"
-#include "core/engine_state.h"
 #include "node/node.h"
 #include "node/internal.h"
-#include "core/json.h"
-#include "control/control.h"
 #include "counters/counters.h"
 #include "policy/policy.h"
-#include "shared/proto.h"
 
 /* Frees a job and what the node engine keeps for it (its tasks' descriptors). */
 void node_served_job_free(struct cs_job *j)
