@@ -49,9 +49,6 @@
 #include "engine/omppage.h"
 #include "core/json.h"
 
-/* The run's host (engine.h, struct cs_host_ops): a model in virtual time, or
- * jobs that register from outside; neither for `cosched run`. */
-
 /* The engine's state during a run (e->run). */
 struct cs_run {
     int stopping;             /* cs_engine_stop(): no restarts, the fallback plan */

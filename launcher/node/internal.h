@@ -132,7 +132,7 @@ struct cs_serve {
 /* why a registration was refused, for the metrics (their label values) */
 enum { RF_REQUEST, RF_NOT_IN_STEP, RF_POLICY, RF_ENGINE, RF_NOT_ROOT };
 
-/* The node engine's state, the engine's host_arg (engine.h, struct cs_host_ops). */
+/* The node engine's state, the engine's host_arg (engine/host.h, struct cs_host_ops). */
 static inline struct cs_serve *srv(const struct cs_engine *e)
 {
     return e->host_arg;
