@@ -559,12 +559,12 @@ static int host_tidy(struct cs_engine *e)
 {
     struct cs_serve *s = srv(e);
 
+    if (s->stopping)
+        return 1;                    /* a signal: every step goes back to Slurm */
     node_account(e);
     node_metrics_sample(e);
     if (s->metrics && cs_now() - s->metrics_last >= METRICS_EVERY)
         node_metrics_write(e, 1);
-    if (s->stopping)
-        return 1;                    /* a signal: every step goes back to Slurm */
     cs_engine_forget(e, node_served_job_free);
     if (e->njobs > 0 || s->idle_exit <= 0) {
         s->idle_since = cs_now();
