@@ -608,11 +608,6 @@ void cs_engine_stop(struct cs_engine *e, int sig)
     e->run->stop_signal = sig;
 }
 
-int cs_engine_stopping(const struct cs_engine *e)
-{
-    return e->run && e->run->stopping;
-}
-
 /* Send sig to every live instance; those the host ended at once (a model's)
  * end as killed by sig.  How many ended so. */
 static int kill_all(struct cs_engine *e, int sig)

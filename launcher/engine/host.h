@@ -111,8 +111,6 @@ void cs_engine_ended(struct cs_engine *e, struct cs_job *j, int status, const st
 /* A signal asks the run to stop: no restarts, the fallback plan from now
  * on, exit status 128+sig (the first one counts). */
 void cs_engine_stop(struct cs_engine *e, int sig);
-/* Whether cs_engine_stop() was called. */
-int cs_engine_stopping(const struct cs_engine *e);
 /* Thaw live job j and give it its home cores (before a signal reaches it:
  * a frozen task cannot act on one). */
 void cs_engine_unleash(struct cs_engine *e, struct cs_job *j);
