@@ -32,6 +32,7 @@
 #include "core/engine_state.h"
 #include "core/json.h"
 #include "engine/engine.h"
+#include "local/local.h"
 #include "control/control.h"
 #include "counters/counters.h"
 #include "policy/policy.h"
@@ -646,12 +647,13 @@ static int run_or_classify(int argc, char **argv, struct classify *cl)
         recording = 1;
     }
 
-    /* mechanism */
-    if ((e.ctl = cs_control_select(control)) == NULL)
+    /* the engine: the node, policy and counters chosen above, the mechanism
+     * by name, the trace; the jobs are this machine's processes (local/) */
+    if (cs_engine_assemble(&e, &(struct cs_engine_parts){ .topo = e.topo, .managed = e.managed, .policy = e.policy,
+                                                          .control = control, .cnt = e.cnt, .cnt_arg = e.cnt_arg,
+                                                          .profile = profile, .trace = tracefile,
+                                                          .host = &cs_local_host }) < 0)
         goto bad;
-
-    if (tracefile && (e.trace = cs_fopen_write(tracefile)) == NULL)
-        BAD("--trace %s: %s", tracefile, errno == ELOOP ? "a symbolic link (cosched never writes through one)" : strerror(errno));
 
     {
         char *m = cs_bitmap_list(e.managed);
@@ -689,10 +691,6 @@ bad:
     if (profile)
         cs_profile_free(profile);
     free(prpath);
-    if (e.trace)
-        fclose(e.trace);
-    if (e.policy)
-        cs_policy_free(e.policy);
     for (int i = 0; i < e.njobs; i++) {
         if (exes)
             free(exes[i]);
@@ -702,14 +700,11 @@ bad:
     free(exes);
     cs_store_close(e.store);
     free(e.jobs);
-    if (e.managed)
-        hwloc_bitmap_free(e.managed);
-    cs_topo_free(e.topo);
+    cs_engine_disassemble(&e, 0);
     cs_strv_free(search, nsearch);
     free(popts);
     free(ppath);
     cs_opt_end(&g);
-    free(e.run_id);
     return status;
 }
 

@@ -337,32 +337,30 @@ out:
 static int run_policy(struct setup *su, const char *policy, const char *tracefile, struct result *r)
 {
     struct cs_sim *sim = NULL;
+    struct cs_policy *pol;
     struct cs_engine e = { .quantum = su->quantum, .window = su->window, .output = CS_OUT_INHERIT,
                            .kill_timeout = 0 };
     int rc = -1;
 
-    e.topo = su->topo;
-    e.managed = su->managed;
-    e.ctl = &cs_control_sim;
-    e.cnt = &cs_counters_sim;
-    e.profile = su->profile;
     e.jobs = make_jobs(su->w, su->n);
     e.njobs = su->n;
     e.run_id = strdup("sim");
     sim = cs_sim_new(su->node, su->apps, su->model, su->seed, su->noise, su->topo);
-    e.host = &cs_sim_host;
-    e.host_arg = sim;
     if (su->record)
         cs_sim_record(sim);
     for (int i = 0; i < su->n; i++)
         if (cs_sim_add_job(sim, e.jobs[i], su->w[i].app, su->w[i].home) < 0)
             goto out;
-    if ((e.policy = load_variant(policy, su->search, su->nsearch)) == NULL)
+    /* the engine: the model's node (shared by every policy's run: kept),
+     * its control and counter backends, the policy, the trace */
+    pol = load_variant(policy, su->search, su->nsearch);
+    if (pol == NULL)
         goto out;
-    if (tracefile && (e.trace = cs_fopen_write(tracefile)) == NULL) {
-        cs_err("--trace %s: %s", tracefile, strerror(errno));
+    if (cs_engine_assemble(&e, &(struct cs_engine_parts){ .topo = su->topo, .managed = su->managed, .policy = pol,
+                                                          .ctl = &cs_control_sim, .cnt = &cs_counters_sim,
+                                                          .profile = su->profile, .trace = tracefile,
+                                                          .host = &cs_sim_host, .host_arg = sim }) < 0)
         goto out;
-    }
     double t0 = wall_now();
     r->status = cs_engine_run(&e);
     r->wall_s = wall_now() - t0;
@@ -383,12 +381,8 @@ static int run_policy(struct setup *su, const char *policy, const char *tracefil
     r->cfgs = cs_sim_take_configs(sim, &r->ncfgs);
     rc = 0;
 out:
-    if (e.trace)
-        fclose(e.trace);
-    if (e.policy)
-        cs_policy_free(e.policy);
+    cs_engine_disassemble(&e, 1);
     cs_jobs_free(e.jobs, su->n);
-    free(e.run_id);
     cs_sim_free(sim);
     return rc;
 }

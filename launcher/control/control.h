@@ -17,6 +17,7 @@
 #ifndef COSCHED_CONTROL_H
 #define COSCHED_CONTROL_H
 
+#include <limits.h>
 #include <sys/resource.h>
 #include "core/job.h"
 #include "core/engine_state.h"
@@ -80,13 +81,27 @@ int cs_slurm_thaw_leftovers(void);
 int cs_slurm_keep_state(const char *dir);
 int cs_slurm_restore_held(void);
 void cs_slurm_set_kill_grace(double seconds);
+/*
+ * Where a Slurm step is on this node: its identity and its cgroups, as its
+ * registration proved them.  The node engine locates a registering task's
+ * step once (cs_slurm_step_locate) and hands it to the Slurm backend with the
+ * job (j->slurm, core/job.h); the backend never locates it again.
+ */
+struct cs_slurm_step {
+    unsigned long job, step;   /* Slurm's ids */
+    int v2;                    /* cgroup v2 (else v1) */
+    char dir[PATH_MAX];        /* v1: the freezer's step directory; v2: the step directory */
+    char freeze[PATH_MAX];     /* v1: = dir; v2: dir/user (also: tells apart the parts of a step
+                                * on several nodes of one machine) */
+    char cpuset[PATH_MAX];     /* v1: the cpuset step directory; v2: dir/user or "" (affinity) */
+    char orig[512];            /* the step's cores (a list) as Slurm set them */
+};
 /* Check that pid is a task of Slurm step job.step - its cgroups say so: its
  * step directory's parent is named job_<job>, or peer (the slurmstepd that
- * registered it, by SO_PEERCRED) is in that step - and give the cores of the
- * step's allocation and the step's cgroup on this node (where: it tells the
- * parts of a step on several nodes of one machine apart); -1 with why. */
-int cs_slurm_step_cpus(pid_t pid, pid_t peer, unsigned long job, unsigned long step, hwloc_bitmap_t cpus,
-                       char *where, size_t wlen, char *why, size_t len);
+ * registered it, by SO_PEERCRED) is in that step - and give where the step
+ * is (*at) and the cores of its allocation (cpus); -1 with why. */
+int cs_slurm_step_locate(pid_t pid, pid_t peer, unsigned long job, unsigned long step, struct cs_slurm_step *at,
+                         hwloc_bitmap_t cpus, char *why, size_t len);
 /* Pick by name ("auto" chooses the best usable one and says which). */
 const struct cs_control_ops *cs_control_select(const char *name);
 const struct cs_control_ops *cs_control_by_name(const char *name);

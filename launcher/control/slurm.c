@@ -195,12 +195,6 @@ static int mount_of(const char *ctl, char *mnt, size_t len)
     return cs_cgroup_locate(ctl, mnt, len, dir, sizeof dir, why, sizeof why);
 }
 
-/* The step directory (cgroup2, or the v1 freezer's) last proved to be
- * job.step's by its registering slurmstepd (cs_slurm_step_cpus): the
- * engine's attach that follows in the same request finds it again without
- * the peer. */
-static struct { unsigned long job, step; char rel[PATH_MAX]; } proved;
-
 /* Find the step's dirs from where pid is (peer: the registering
  * slurmstepd, 0 if none); 0, or -1 with why. */
 static int locate(pid_t pid, pid_t peer, unsigned long job, unsigned long step, struct sl_job *sj, char *why,
@@ -211,8 +205,6 @@ static int locate(pid_t pid, pid_t peer, unsigned long job, unsigned long step, 
 
     memset(sj, 0, sizeof *sj);
     r = step_of(pid, peer, "freezer", job, step, path, sizeof path, rel, sizeof rel, why, len);
-    if (r < 0 && proved.job == job && proved.step == step && strcmp(proved.rel, rel) == 0)
-        r = 0;
     if (r < 0)
         return -1;
     if (r == 0) {
@@ -241,12 +233,9 @@ static int locate(pid_t pid, pid_t peer, unsigned long job, unsigned long step, 
             snprintf(why, len, "cannot read %s/cpuset.cpus: %s", sj->cpuset, strerror(errno));
             return -1;
         }
-        snprintf(proved.rel, sizeof proved.rel, "%s", rel);
         return 0;
     }
     r = step_of(pid, peer, NULL, job, step, path, sizeof path, rel, sizeof rel, why, len);
-    if (r < 0 && proved.job == job && proved.step == step && strcmp(proved.rel, rel) == 0)
-        r = 0;
     if (r < 0)
         return -1;
     if (r == 0) {
@@ -263,7 +252,6 @@ static int locate(pid_t pid, pid_t peer, unsigned long job, unsigned long step, 
                      (int)pid, path, rel);
             return -1;
         }
-        snprintf(proved.rel, sizeof proved.rel, "%s", rel);
         cs_cg_read(sj->freeze, "cgroup.controllers", ctls, sizeof ctls);
         if (strstr(ctls, "cpuset")) {
             snprintf(sj->cpuset, sizeof sj->cpuset, "%s", sj->freeze);
@@ -308,21 +296,25 @@ too_long:
     return -1;
 }
 
-int cs_slurm_step_cpus(pid_t pid, pid_t peer, unsigned long job, unsigned long step, hwloc_bitmap_t cpus,
-                       char *where, size_t wlen, char *why, size_t len)
+int cs_slurm_step_locate(pid_t pid, pid_t peer, unsigned long job, unsigned long step, struct cs_slurm_step *at,
+                         hwloc_bitmap_t cpus, char *why, size_t len)
 {
     struct sl_job sj;
 
-    proved.rel[0] = '\0';
     if (locate(pid, peer, job, step, &sj, why, len) < 0)
         return -1;
-    proved.job = job;
-    proved.step = step;
-    snprintf(where, wlen, "%s", sj.freeze);
     if (hwloc_bitmap_list_sscanf(cpus, sj.orig) < 0 || hwloc_bitmap_iszero(cpus)) {
         snprintf(why, len, "step %lu.%lu has no cores ('%s')", job, step, sj.orig);
         return -1;
     }
+    memset(at, 0, sizeof *at);
+    at->job = job;
+    at->step = step;
+    at->v2 = sj.v2;
+    memcpy(at->dir, sj.step, sizeof at->dir);
+    memcpy(at->freeze, sj.freeze, sizeof at->freeze);
+    memcpy(at->cpuset, sj.cpuset, sizeof at->cpuset);
+    memcpy(at->orig, sj.orig, sizeof at->orig);
     return 0;
 }
 
@@ -434,30 +426,25 @@ int cs_slurm_restore_held(void)
     return n;
 }
 
-/* The served job's Slurm ids travel in its name "JOB.STEP" (serve.c). */
-static int ids_of(const struct cs_job *j, unsigned long *job, unsigned long *step)
-{
-    return sscanf(j->name, "%lu.%lu", job, step) == 2 ? 0 : -1;
-}
-
 static int make_record(struct sl_job *sj);
 
 static int sl_job_attach(struct cs_engine *e, struct cs_job *j, pid_t pid)
 {
+    const struct cs_slurm_step *at = j->slurm;
     struct sl_job *sj = calloc(1, sizeof *sj);
-    unsigned long job, step;
-    char why[PATH_MAX + 256];
 
-    if (!sj || ids_of(j, &job, &step) < 0) {
-        cs_err(WHO ": job %d (%s): not a Slurm step", j->id, j->name);
+    /* where the step is: located once, by the host that registered it
+     * (cs_slurm_step_locate), never again here */
+    if (!sj || !at) {
+        cs_err(WHO ": job %d (%s): %s", j->id, j->name, sj ? "not a Slurm step" : "out of memory");
         free(sj);
         return -1;
     }
-    if (locate(pid, 0, job, step, sj, why, sizeof why) < 0) {
-        cs_err(WHO ": step %s: %s", j->name, why);
-        free(sj);
-        return -1;
-    }
+    sj->v2 = at->v2;
+    memcpy(sj->step, at->dir, sizeof sj->step);
+    memcpy(sj->freeze, at->freeze, sizeof sj->freeze);
+    memcpy(sj->cpuset, at->cpuset, sizeof sj->cpuset);
+    memcpy(sj->orig, at->orig, sizeof sj->orig);
     if (!(sj->binds = cs_binds_new())) {
         cs_err(WHO ": step %s: out of memory", j->name);
         free(sj);

@@ -34,6 +34,7 @@ struct cs_counter_ops;
 struct cs_profile;
 struct cs_policy;
 struct cs_host_ops;
+struct cs_run;
 struct cs_store;
 
 enum cs_output_mode { CS_OUT_PREFIX, CS_OUT_FILES, CS_OUT_INHERIT };
@@ -87,12 +88,13 @@ struct cs_engine {
      * node engine: `cosched status`): the snapshot says so (explain) */
     int explain;
 
-    /* who the jobs belong to when the engine does not fork them itself -
-     * the node engine (Slurm steps) or the simulated node - and that host's
-     * own state; NULL for `cosched run` (engine/engine.h, struct
-     * cs_host_ops) */
+    /* who the jobs belong to - `cosched run`'s own processes (local/), the
+     * node engine's Slurm steps (node/) or the simulated node (sim/) - and
+     * that host's own state (engine/host.h, struct cs_host_ops) */
     const struct cs_host_ops *host;
     void *host_arg;
+    /* the engine's own state during cs_engine_run() (engine.c) */
+    struct cs_run *run;
 };
 
 #endif

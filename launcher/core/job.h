@@ -16,6 +16,7 @@
 struct cs_store_key;
 struct cs_stored;
 struct json_t;
+struct cs_slurm_step;
 
 enum cs_job_state {
     CS_JOB_WAITING,            /* not started yet (or waiting for a restart) */
@@ -87,6 +88,13 @@ struct cs_job {
     hwloc_bitmap_t allowed;
     int nofreeze;
     void *served;
+    /* where a Slurm step is (control/control.h): its identity and cgroups,
+     * located once by the host that registered it and handed to the control
+     * backend (NULL: not a Slurm step) */
+    struct cs_slurm_step *slurm;
+    /* its container and counters were released while the run goes on
+     * (cs_engine_drop): nothing of it is measured any more */
+    int released;
     struct json_t *policy_info;    /* jansson's json_t (core/json.h) */
     /* its OpenMP page (engine/omppage.c; NULL: none) and what its shim wrote
      * there by the end of the last step: the outermost team it last started

@@ -1,7 +1,10 @@
 /*
- * node/node.h - the node engine (serve.c, `cosched serve`): the engine run
- * for Slurm steps that register over a unix socket (shared/proto.h) instead
- * of being forked.
+ * node/node.h - the node engine (`cosched serve`): the engine run for Slurm
+ * steps that register over a unix socket (shared/proto.h) instead of being
+ * forked.  serve.c starts the daemon, register.c is the engine's host (the
+ * socket, the protocol, registrations), status.c says what the engine does
+ * (`cosched status`, --metrics), slurmtime.c gives Slurm back the time its
+ * steps were held; internal.h is what they share.
  *
  * May use: core/, control/, counters/, policy/, engine/, shared/.  Used by:
  * cli/.
@@ -10,7 +13,7 @@
 #define COSCHED_NODE_H
 
 
-/* The engine's host for Slurm steps (engine/engine.h, struct cs_host_ops):
+/* The engine's host for Slurm steps (engine/host.h, struct cs_host_ops):
  * e->host = &cs_node_host, e->host_arg = the node engine's state. */
 struct cs_host_ops;
 extern const struct cs_host_ops cs_node_host;

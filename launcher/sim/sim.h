@@ -175,12 +175,14 @@ int cs_lp_bound(enum cs_lp_kind kind, int nj, int nc, const double *r, const dou
                 double *x, double *y);
 
 /*
- * The engine's host (engine/engine.h, struct cs_host_ops): a host in virtual
+ * The engine's host (engine/host.h, struct cs_host_ops): a host in virtual
  * time.  cosched simulate sets e->host = &cs_sim_host and e->host_arg to the
- * struct cs_sim; the engine then starts instances in the model
- * (cs_sim_start), waits for a step by running the model (cs_sim_advance:
- * to `until` or to the first instance completion before it; completed ones
- * come back in ended[]) and closes a --window with cs_sim_kill().  The sim
+ * struct cs_sim; the host's start() starts instances in the model
+ * (cs_sim_start), its wait() runs the model for a step (cs_sim_advance: to
+ * `until` or to the first instance completion before it) and ends the
+ * completed instances (cs_engine_ended, exit 0), its kill() closes a
+ * --window (cs_sim_kill: the instance ends at once, as killed by SIGKILL).
+ * No signals, no guardian, no job output.  The sim
  * control and counter backends find the model with cs_sim_of(e).
  */
 extern const struct cs_host_ops cs_sim_host;

@@ -144,6 +144,16 @@ int main(int argc, char **argv)
     j.pid = pid;
     e.ctl = &cs_control_slurm;
     int rc = 1;
+    struct cs_slurm_step at;
+    hwloc_bitmap_t cpus = hwloc_bitmap_alloc();
+    /* where the step is, found once as the node engine finds it */
+    if (cs_slurm_step_locate(pid, 0, (unsigned long)getpid(), 0, &at, cpus, why, sizeof why) < 0) {
+        fprintf(stderr, "stepfreeze: %s\n", why);
+        hwloc_bitmap_free(cpus);
+        goto out;
+    }
+    hwloc_bitmap_free(cpus);
+    j.slurm = &at;
     if (cs_control_slurm.init(&e) < 0 || cs_control_slurm.job_attach(&e, &j, pid) < 0) {
         fprintf(stderr, "stepfreeze: the Slurm backend did not take the step\n");
         goto out;

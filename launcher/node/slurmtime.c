@@ -1,0 +1,398 @@
+/*
+ * slurmtime.c - time given back to Slurm: what a Slurm job's steps were held
+ * frozen here, said to Slurm through scontrol (its time limit extended, its
+ * AdminComment), and the last word when its last step leaves or the engine
+ * stops.  internal.h, struct sjob, says how.
+ */
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/log.h"
+#include "core/util.h"
+#include "node/node.h"
+#include "node/internal.h"
+
+/* ------------------------------------------------------------ time given back */
+
+struct sjob *node_sjob_of(struct cs_serve *s, unsigned long job, int create)
+{
+    for (int i = 0; i < s->nsj; i++)
+        if (s->sj[i].job == job)
+            return &s->sj[i];
+    if (!create)
+        return NULL;
+    struct sjob *n = realloc(s->sj, (size_t)(s->nsj + 1) * sizeof *n);
+    if (!n)
+        return NULL;
+    s->sj = n;
+    n = &s->sj[s->nsj++];
+    memset(n, 0, sizeof *n);
+    n->job = job;
+    n->extend = 1;
+    return n;
+}
+
+/* What a registration says of its job: extend=0|1, scontrol=, slurm_conf=
+ * (root's: the plugin in slurmstepd).  An scontrol that is not root's and
+ * out of others' reach is never run. */
+void node_sjob_note(struct cs_serve *s, unsigned long job, const struct cs_msg *m)
+{
+    struct sjob *sj = node_sjob_of(s, job, 1);
+    const char *x = cs_msg_get(m, "extend"), *sc = cs_msg_get(m, "scontrol"), *cf = cs_msg_get(m, "slurm_conf");
+    char why[PATH_MAX + 256];
+
+    if (!sj)
+        return;
+    if (x && strcmp(x, "0") == 0)
+        sj->extend = 0;
+    if (sc && !sj->scontrol[0] && sc[0] == '/') {
+        if (cs_path_trusted(sc, why, sizeof why) == 0)
+            snprintf(sj->scontrol, sizeof sj->scontrol, "%s", sc);
+        else
+            cs_warn("job %lu: scontrol %s is not used to give frozen time back: %s", job, sc, why);
+    }
+    if (cf && !sj->conf[0] && cf[0] == '/')
+        snprintf(sj->conf, sizeof sj->conf, "%s", cf);
+}
+
+/* Whether the job has something not yet said to Slurm: time to give back,
+ * or a second or more held or frozen since its last AdminComment. */
+static int sjob_unsaid(const struct sjob *sj)
+{
+    return sj->scontrol[0] && ((sj->extend && sj->held > sj->given) || sj->held >= sj->said + 1 ||
+                               sj->frozen >= sj->frozen_said + 1);
+}
+
+/* Whether an update of the job may start now: none under way, and a
+ * minute since the one before - or, its last step here gone (here 0), one
+ * more within that minute, once a minute: the last word (a finished job
+ * cannot be updated; a job whose steps end in quick succession gets at most
+ * two updates a minute, and its last words once a minute). */
+static int sjob_due(const struct sjob *sj, double now, int here)
+{
+    if (sj->child > 0 || !sj->scontrol[0])
+        return 0;
+    if (sj->last_update == 0 || now - sj->last_update >= GIVE_EVERY)
+        return 1;
+    return !here && (sj->last_extra == 0 || now - sj->last_extra >= GIVE_EVERY);
+}
+
+/* Seconds of time limit the job is owed now, ahead seconds in advance. */
+static double sjob_pending(const struct sjob *sj, double ahead)
+{
+    return sj->extend ? sj->held + ahead - sj->given : 0;
+}
+
+static void give_back(const struct sjob *sj, long add);
+
+/* Start the job's update (its own child, reaped by sjob_reap): pending
+ * seconds of time limit, in whole minutes, and its AdminComment. */
+static void sjob_give(struct cs_serve *s, struct sjob *sj, double pending)
+{
+    long add = pending > 0 ? (long)ceil(pending / 60.0) : 0;
+    pid_t pid = fork();
+
+    if (pid == 0)
+        give_back(sj, add);
+    if (pid < 0) {
+        cs_warn("job %lu: fork: %s: frozen time not given back now", sj->job, strerror(errno));
+        return;
+    }
+    double now = cs_now();
+    if (sj->last_update > 0 && now - sj->last_update < GIVE_EVERY)
+        sj->last_extra = now;
+    sj->child = pid;
+    sj->given += (double)add * 60.0;
+    s->given_total += (double)add * 60.0;
+    sj->said = sj->held;
+    sj->frozen_said = sj->frozen;
+    sj->last_update = now;
+}
+
+/* The job's scontrol child, if it ended: reaped (child 0). */
+static void sjob_reap(struct sjob *sj)
+{
+    int st;
+    pid_t r;
+
+    if (sj->child > 0 && ((r = waitpid(sj->child, &st, WNOHANG)) == sj->child || (r < 0 && errno == ECHILD)))
+        sj->child = 0;
+}
+
+/* Whether a step of the job is registered here. */
+static int job_here(const struct cs_engine *e, unsigned long job)
+{
+    for (int i = 0; i < e->njobs; i++) {
+        const struct served *sv = e->jobs[i]->served;
+        if (e->jobs[i]->state == CS_JOB_LIVE && sv && sv->job == job)
+            return 1;
+    }
+    return 0;
+}
+
+/* Whether connection c's reply may go (and its hold is over): its job has a
+ * step here still, or its last word is said, or HOLD_MAX passed.  Starts
+ * the last word if it is due and no update is under way. */
+int node_hold_over(struct cs_engine *e, struct conn *c)
+{
+    struct sjob *sj;
+
+    if (!c->hold)
+        return 1;
+    if ((sj = node_sjob_of(srv(e), c->hold, 0)) != NULL)
+        sjob_reap(sj);
+    if (!sj || job_here(e, c->hold) || cs_now() >= c->hold_until) {
+        c->hold = 0;
+        return 1;
+    }
+    if (sjob_due(sj, cs_now(), 0) && sjob_unsaid(sj))
+        sjob_give(srv(e), sj, sjob_pending(sj, 0));
+    if (sj->child == 0)
+        c->hold = 0;                 /* nothing to say or not now, or the fork failed */
+    return !c->hold;
+}
+
+/* The engine stops: every job's unsaid time goes out as a last word
+ * (sjob_due; not waited for), and the held replies get their job's last
+ * word, HOLD_MAX at most; then every reply queued is sent if the client
+ * takes it now. */
+void node_last_words(struct cs_engine *e)
+{
+    struct cs_serve *s = srv(e);
+    int held;
+
+    for (int k = 0; k < s->nsj; k++) {
+        sjob_reap(&s->sj[k]);
+        if (sjob_due(&s->sj[k], cs_now(), 0) && sjob_unsaid(&s->sj[k]))
+            sjob_give(s, &s->sj[k], sjob_pending(&s->sj[k], 0));
+    }
+    do {
+        held = 0;
+        for (int k = 0; k < s->nc; k++)
+            held += !node_hold_over(e, &s->c[k]);
+        if (held)
+            nanosleep(&(struct timespec){ 0, 10 * 1000 * 1000 }, NULL);
+    } while (held);
+    for (int k = 0; k < s->nc; k++)
+        if (s->c[k].out)
+            node_flush(&s->c[k]);
+}
+
+/* Run argv with SLURM_CONF=conf, its output in out; its exit status. */
+static int run_capture(char *const argv[], const char *conf, char *out, size_t len)
+{
+    int p[2], st = -1;
+    size_t n = 0;
+    char envc[PATH_MAX + 16];
+    char *envp[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin", conf[0] ? envc : NULL, NULL };
+    pid_t pid;
+
+    snprintf(envc, sizeof envc, "SLURM_CONF=%s", conf);
+    out[0] = '\0';
+    if (pipe2(p, O_CLOEXEC) < 0)
+        return -1;
+    if ((pid = fork()) == 0) {
+        int nul = open("/dev/null", O_RDONLY);
+        dup2(nul, 0);
+        dup2(p[1], 1);
+        execve(argv[0], argv, envp);
+        _exit(127);
+    }
+    close(p[1]);
+    while (pid > 0) {
+        ssize_t r = read(p[0], out + n, len - 1 - n);
+        if (r > 0 && (n += (size_t)r) < len - 1)
+            continue;
+        if (r < 0 && errno == EINTR)
+            continue;
+        break;
+    }
+    out[n] = '\0';
+    close(p[0]);
+    if (pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st))
+        return WEXITSTATUS(st);
+    return -1;
+}
+
+/* The value of KEY= in scontrol's one-line output ("" if absent). */
+static void field(const char *doc, const char *key, char *val, size_t len)
+{
+    size_t k = strlen(key);
+
+    val[0] = '\0';
+    for (const char *p = doc; (p = strstr(p, key)) != NULL; p += k)
+        if ((p == doc || isspace((unsigned char)p[-1])) && p[k] == '=') {
+            size_t n = strcspn(p + k + 1, " \n");
+            snprintf(val, len, "%.*s", (int)(n < len ? n : len - 1), p + k + 1);
+            return;
+        }
+}
+
+/* Minutes of a Slurm time ("UNLIMITED": -1; "D-HH:MM:SS", "HH:MM:SS",
+ * "MM:SS", "MM"); -2 if unreadable. */
+static long minutes_of(const char *v)
+{
+    long d = 0, a[3], n = 0;
+    const char *p = v;
+    char *e;
+
+    if (strcmp(v, "UNLIMITED") == 0 || strcmp(v, "Partition_Limit") == 0)
+        return -1;
+    if (strchr(v, '-')) {
+        d = strtol(v, &e, 10);
+        if (*e != '-')
+            return -2;
+        p = e + 1;
+    }
+    while (n < 3) {
+        a[n++] = strtol(p, &e, 10);
+        if (e == p)
+            return -2;
+        if (*e != ':')
+            break;
+        p = e + 1;
+    }
+    if (*e != '\0')
+        return -2;
+    if (n == 3)
+        return d * 1440 + a[0] * 60 + a[1] + (a[2] > 0);
+    if (n == 2)
+        return d * 1440 + (d ? a[0] * 60 + a[1] : a[0] + (a[1] > 0));
+    return d ? d * 1440 + a[0] * 60 : a[0];
+}
+
+/* The child that talks to slurmctld for one job: add minutes to its time
+ * limit (never beyond its partition's MaxTime) and write the seconds held
+ * to its AdminComment.  Says what it did in the engine's log. */
+static void give_back(const struct sjob *sj, long add)
+{
+    char out[16384], tl[64], part[256], max[64], adm[256], jid[32], a1[96], a2[128];
+    char *sc = (char *)sj->scontrol;
+    long cur, lim, to = -1;
+
+    sigset_t all;
+    sigemptyset(&all);
+    sigprocmask(SIG_SETMASK, &all, NULL);
+    /* nothing of the engine's but the log: the guardian must see the engine
+     * gone when it dies, the lock be free when it exits */
+    if (cs_log_copy > 3)
+        close_range(3, (unsigned)cs_log_copy - 1, 0);
+    close_range(cs_log_copy >= 3 ? (unsigned)cs_log_copy + 1 : 3, ~0U, 0);
+    snprintf(jid, sizeof jid, "%lu", sj->job);
+    char *show[] = { sc, "-o", "show", "job", jid, NULL };
+    if (run_capture(show, sj->conf, out, sizeof out) != 0) {
+        cs_warn("job %lu: %s show job failed: frozen time not given back (%.0f s held)", sj->job, sc, sj->held);
+        _exit(1);
+    }
+    field(out, "TimeLimit", tl, sizeof tl);
+    field(out, "Partition", part, sizeof part);
+    field(out, "AdminComment", adm, sizeof adm);
+    cur = minutes_of(tl);
+    if (add > 0 && cur >= 0) {
+        char *showp[] = { sc, "-o", "show", "partition", part, NULL };
+        lim = run_capture(showp, sj->conf, out, sizeof out) == 0 ? (field(out, "MaxTime", max, sizeof max),
+                                                                   minutes_of(max)) : -2;
+        to = cur + add;
+        if (lim == -2) {
+            cs_warn("job %lu: cannot read partition %s's MaxTime: its time limit is left at %s", sj->job, part, tl);
+            to = -1;
+        } else if (lim >= 0 && to > lim) {
+            to = lim > cur ? lim : -1;
+            cs_warn("job %lu: held %.0f s; its time limit stops at partition %s's MaxTime (%s)", sj->job, sj->held,
+                    part, max);
+        }
+    }
+    int n = 0;
+    char *upd[6] = { sc, "update", NULL, NULL, NULL, NULL };
+    snprintf(a1, sizeof a1, "JobId=%lu", sj->job);
+    upd[2] = a1;
+    n = 3;
+    if (to > cur) {
+        snprintf(a2, sizeof a2, "TimeLimit=%ld", to);
+        upd[n++] = a2;
+    }
+    char a3[160];
+    if (!adm[0] || strncmp(adm, "cosched:", 8) == 0) {
+        snprintf(a3, sizeof a3, "AdminComment=cosched:held_s=%.0f,frozen_s=%.0f", sj->held, sj->frozen);
+        upd[n++] = a3;
+    }
+    if (n == 3)
+        _exit(0);
+    if (run_capture(upd, sj->conf, out, sizeof out) != 0) {
+        cs_warn("job %lu: %s update %s%s%s failed: %s", sj->job, sc, a1, to > cur ? " " : "", to > cur ? a2 : "",
+                out);
+        _exit(1);
+    }
+    if (to > cur)
+        cs_info("job %lu: its steps were all held frozen %.0f s: time limit %ld -> %ld min", sj->job, sj->held, cur,
+                to);
+    _exit(0);
+}
+
+/* Between two steps of the loop: count the time held, start the updates
+ * that are due, reap the finished ones, forget jobs with nothing left. */
+void node_account(struct cs_engine *e)
+{
+    struct cs_serve *s = srv(e);
+    double now = cs_now(), dt = s->acct_last > 0 ? now - s->acct_last : 0;
+    int *allheld = calloc((size_t)s->nsj + 1, sizeof *allheld);
+
+    s->acct_last = now;
+    if (!allheld)
+        return;
+    for (int k = 0; k < s->nsj; k++) {
+        s->sj[k].live = 0;
+        allheld[k] = 1;
+    }
+    for (int i = 0; i < e->njobs; i++) {
+        struct cs_job *j = e->jobs[i];
+        struct served *sv = j->served;
+        struct sjob *sj;
+        if (j->state != CS_JOB_LIVE || !sv || !(sj = node_sjob_of(s, sv->job, 0)))
+            continue;
+        sj->live++;
+        if (j->frozen) {
+            sv->frozen_s += dt;
+            sj->frozen += dt;
+        }
+        /* a step Slurm suspended (scontrol suspend) gets that time back
+         * from Slurm itself: not held by the engine then */
+        if (!j->frozen || (sv->nt > 0 && cs_proc_all_stopped(sv->t[0].pid) == 1))
+            allheld[sj - s->sj] = 0;
+    }
+    for (int k = 0; k < s->nsj; k++) {
+        struct sjob *sj = &s->sj[k];
+        if (sj->live && allheld[k]) {
+            sj->held += dt;
+            s->held_total += dt;
+        }
+        sjob_reap(sj);
+        /* while the job is held, give an update's interval ahead: the next
+         * update can come only GIVE_EVERY s (and a step) later, and by then
+         * the job may have been held that much longer - a job given exactly
+         * its held time could pass its limit frozen in between */
+        double pending = sjob_pending(sj, sj->live && allheld[k] ? GIVE_EVERY : 0);
+        if (sjob_due(sj, now, sj->live > 0) && (pending > 0 || sjob_unsaid(sj)))
+            sjob_give(s, sj, pending);
+    }
+    /* jobs with no step here, nothing running and nothing left to say */
+    int m = 0;
+    for (int k = 0; k < s->nsj; k++) {
+        struct sjob *sj = &s->sj[k];
+        if (sj->live || sj->child || sjob_unsaid(sj))
+            s->sj[m++] = *sj;
+    }
+    s->nsj = m;
+    free(allheld);
+}
+
