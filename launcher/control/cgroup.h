@@ -4,8 +4,8 @@
  * *how* (the kernel's rules), and say only *where* (their directories).
  *
  *   cgroupfs.c  the file system: mounts, where a process sits, a cgroup's
- *               files, moving processes out, reclaiming a tree
- *   cgtree.c    a bounded walk of a cgroup tree someone else owns (a Slurm
+ *               files, moving processes out, reclaiming a tree, and a
+ *               bounded walk of a cgroup tree someone else owns (a Slurm
  *               step's, whose shape is its user's)
  *   cgrules.c   the kernel's rules, one v1 and one v2 set: freeze, frozen?,
  *               thaw-and-wait, the v2 event descriptor (cgroup.events), CPU
@@ -57,7 +57,7 @@ int cs_cgroup2_cpuset_usable(char *why, size_t len);
 /* Decode mountinfo and record escapes (\ooo) in place. */
 void cs_unescape(char *s);
 
-/* ------------------------------------------------------------ cgtree.c */
+/* --------------------------- cgroupfs.c: a tree someone else owns */
 /* A cgroup tree as far as it is followed: directories found breadth first
  * (every parent before its children), each opened O_NOFOLLOW relative to
  * its parent, at most CS_CGTREE_GROUPS of them and depth levels. */

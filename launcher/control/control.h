@@ -8,7 +8,7 @@
  * serve control/'s own files (and its benchmarks) only: internal.h, what
  * the backends share (/proc in proc.c, affinity.c, binds.c, guardian
  * records, the freeze-and-wait loop of freeze.c), and cgroup.h, the cgroup
- * file system layer (cgroupfs.c, cgtree.c) and the kernel's v1 and v2
+ * file system layer (cgroupfs.c) and the kernel's v1 and v2
  * rules (cgrules.c) under every cgroup backend.
  *
  * May use: core/.  Used by: engine/ (through the ops table), node/ (the

@@ -33,7 +33,7 @@
  * the job-level freezer, leave a step Slurm is killing running, bounds on a
  * tree its user owns, held steps); HOW to freeze, wait (v2: on
  * cgroup.events, like every v2 freeze), thaw, read CPU time and move a v1
- * tree's cores is the cgroup layer's (cgroup.h: cgrules.c, cgtree.c,
+ * tree's cores is the cgroup layer's (cgroup.h: cgrules.c, cgroupfs.c,
  * cgroupfs.c), shared with cgroup1.c and cgroup2.c; left-frozen steps of a
  * dead engine are thawed by slurmleft.c.
  *
@@ -89,7 +89,7 @@ struct sl_job {
     int pinned;                 /* its tree is too large: its cores are no longer moved */
     char record[REC_MAX];
     char cur[1024];             /* the cores the engine last gave it */
-    struct cs_binds *binds;     /* its threads' own CPU bindings (binds.c) */
+    struct cs_binds *binds;     /* its threads' own CPU bindings (binds.c), from its first move */
     char bindrec[REC_MAX / 2];  /* those bindings as the record has them */
     int bind_overflow;          /* more than a record holds (said once) */
     struct cs_proc_cpu cpu;
@@ -445,14 +445,9 @@ static int sl_job_attach(struct cs_engine *e, struct cs_job *j, pid_t pid)
     memcpy(sj->freeze, at->freeze, sizeof sj->freeze);
     memcpy(sj->cpuset, at->cpuset, sizeof sj->cpuset);
     memcpy(sj->orig, at->orig, sizeof sj->orig);
-    if (!(sj->binds = cs_binds_new())) {
-        cs_err(WHO ": step %s: out of memory", j->name);
-        free(sj);
-        return -1;
-    }
+    /* sj->binds: made at the first core move (sl_set_cpus), none before */
     snprintf(sj->what, sizeof sj->what, "step %s", j->name);
     if (cs_cgf_open(&sj->fz, WHO, sj->v2, sj->freeze) < 0) {
-        cs_binds_free(sj->binds);
         free(sj);
         return -1;
     }
@@ -597,6 +592,10 @@ static int sl_set_cpus(struct cs_engine *e, struct cs_job *j, hwloc_const_bitmap
 
     if (sj->pinned)
         return 0;
+    if (!sj->binds && !(sj->binds = cs_binds_new())) {
+        cs_err(WHO ": step %s: out of memory", j->name);
+        return -1;
+    }
     hwloc_bitmap_list_snprintf(list, sizeof list, cpus);
     r = move(sj->v2, sj->cpuset, sj->freeze, sj->binds, 1, sj->cur, list);
     if (r == 0)
