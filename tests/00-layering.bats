@@ -16,7 +16,7 @@ layering() {
 
 # a small tree: the real table, its folders, core/ and engine/ with a file or two
 fake_tree() {
-    mkdir -p tree/docs tree/plugin tree/launcher/{shared,omp,core,control,counters,policy,engine,node,sim,cli}
+    mkdir -p tree/docs tree/plugin tree/launcher/{shared,omp,core,control,counters,policy,engine,local,node,sim,cli}
     touch tree/launcher/shared/envword.h tree/launcher/shared/omppage.h
     cp "$COSCHED_SRCDIR/docs/architecture.md" tree/docs/
     printf '#include "config.h"\n#include "core/log.h"\n' > tree/launcher/engine/engine.c
@@ -57,18 +57,18 @@ fake_tree() {
     [ "$status" -eq 1 ]
     assert_contains "$output" "launcher/core/log.c:2: includes launcher/engine/engine.h, but launcher/core may include only launcher/shared"
 
-    mkdir tree/launcher/local
-    printf '#include "core/nosuch.h"\n' > tree/launcher/local/local.c
+    mkdir tree/launcher/extra
+    printf '#include "core/nosuch.h"\n' > tree/launcher/extra/extra.c
     layering tree includes
     [ "$status" -eq 1 ]
-    assert_contains "$output" 'launcher/local/local.c:1: includes "core/nosuch.h", which is no file of the tree'
-    printf '#include "core/log.h"\n' > tree/launcher/local/local.c
+    assert_contains "$output" 'launcher/extra/extra.c:1: includes "core/nosuch.h", which is no file of the tree'
+    printf '#include "core/log.h"\n' > tree/launcher/extra/extra.c
     layering tree includes
     [ "$status" -eq 1 ]
-    assert_contains "$output" "launcher/local/local.c:1: folder launcher/local has no row in the layering table"
+    assert_contains "$output" "launcher/extra/extra.c:1: folder launcher/extra has no row in the layering table"
     layering tree table
     [ "$status" -eq 1 ]
-    assert_contains "$output" "layering table: no row for launcher/local"
+    assert_contains "$output" "layering table: no row for launcher/extra"
 
     sed -i 's#^| launcher/core     | launcher/shared #| launcher/core     | launcher/engine #' tree/docs/architecture.md
     layering tree table
