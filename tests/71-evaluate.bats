@@ -175,6 +175,27 @@ for n in e.SIZES:
 EOF
 }
 
+@test "evaluate: a second seed draws other mixes of the replicated cells, with ids and a seed of their own" {
+    py "
+st = {exp: {ev.st_key(a, ev.EXPERIMENTS[exp]['threads'].get(n)): 3.0
+            for a in {x for l in ev.EXPERIMENTS[exp]['classes'].values() for x in l} for n in ev.SIZES}
+      for exp in ('paper001', 'bwbound')}
+main = ev.build_workloads(1, False, st, ['paper001', 'bwbound'])
+both = ev.build_workloads(1, False, st, ['paper001', 'bwbound'], 2)
+rep = [w for w in both if w.get('replica')]
+assert [w for w in both if not w.get('replica')] == main
+quick = ev.build_workloads(1, True, st, ['paper001'], 2)
+assert quick and not any(w.get('replica') for w in quick), 'a second seed with --quick'
+assert {w['exp'] for w in rep} == {'paper001', 'bwbound'} and all(w['seed'] == 2 for w in rep)
+assert len(rep) == len(main), (len(rep), len(main))
+for w in rep:
+    assert '-s2-' in w['id'] and w['id'] not in {m['id'] for m in main}, w['id']
+    i = int(w['id'].rsplit('-', 1)[1]) - 1
+    e = ev.EXPERIMENTS[w['exp']]
+    assert w['mix'] == ev.draw_mixes(2, e.get('mix_seed', w['exp']), e['classes'], w['size'], w['level'])[i]
+"
+}
+
 @test "evaluate: the same mixes in every process (string seeding does not depend on PYTHONHASHSEED)" {
     a=$(mixes_of 1)
     b=$(mixes_of 999)
