@@ -120,6 +120,8 @@ tr:observe(snap, info)
 tr:cp(id) -> number (0 when never measured)
 tr.signal[id] -> "ipc", "regions" or "cpu": what the job's CP was measured
     from (nil: never measured)
+ledger() -> lg: what each job is owed against plain gang's progress (F-LCA's
+    ageing = progress; below, at its definition)
 tr.fresh[id] -> the speed of the jobs measured anew by the last observe:
     IPC_last / IPC_standalone (against alone on the node); for a job with
     no IPC_standalone (no counters, or characterize = no) whose CP came
@@ -448,6 +450,58 @@ function M.fill_order(ctx, entries)
       for i, e in ipairs(M.select(entries, #entries)) do memo[i] = ctx.byid[e.id] end
     end
     return memo
+  end
+end
+
+-- ledger() -> lg: ageing = progress (F-LCA option): what each job is owed.
+--   lg:observe(snap, fresh): owed[id] grows by dt / n for every live job (n
+--   = live jobs, dt = the virtual or wall time since the last observe: the
+--   share of progress plain gang would give it, in standalone seconds) and
+--   falls by the progress the job made since, speed x (its CPU seconds since
+--   the last observe / the cores it could keep busy), speed = the job's
+--   latest Progress (fresh[id]: IPC_last / IPC_standalone with counters, its
+--   region throughput against its own best without; 1 when it has none, so
+--   that without any signal the ledger is fair on CPU time).  CPU time, not
+--   the step's wall time, so that a step seen by two plans counts once.
+--   lg.owed[id]: seconds of standalone progress the job is behind gang (< 0:
+--   ahead).  Jobs that left are forgotten.  A speed counts at least
+--   MIN_SPEED (0.25): the region signal is the job's own count (its OpenMP
+--   page), and a job that reports itself slow would otherwise be owed
+--   without bound, at the others' expense; so no job, lying or truly
+--   slowed, is owed more than 4x its CPU share for its progress.
+local LG = {}
+LG.__index = LG
+local MIN_SPEED = 0.25
+
+function M.ledger()
+  return setmetatable({ owed = {}, speed = {}, cpu = {}, now = nil }, LG)
+end
+
+function LG:observe(snap, fresh)
+  local now = snap.now
+  if type(now) ~= "number" then return end
+  local n = #snap.jobs
+  local dt = self.now and math.max(0, now - self.now) or 0
+  self.now = now
+  local owed, speed, seen, live = self.owed, self.speed, self.cpu, {}
+  for _, job in ipairs(snap.jobs) do
+    local id = job.id
+    live[id] = true
+    owed[id] = (owed[id] or 0) + dt / math.max(n, 1)
+    local rel = fresh and fresh[id]
+    if type(rel) == "number" and rel == rel and rel >= 0 and rel < 4 then speed[id] = math.max(rel, MIN_SPEED) end
+    local c, l = job.cpu_time, job.last
+    if type(c) == "number" and c == c and c < math.huge then
+      local dc = seen[id] and c - seen[id] or 0
+      seen[id] = c
+      if dc > 0 and l and type(l.ncpus) == "number" and l.ncpus >= 1 then
+        local width = math.min(l.ncpus, (type(job.threads) == "number" and job.threads >= 1) and job.threads or l.ncpus)
+        owed[id] = owed[id] - (speed[id] or 1) * dc / width
+      end
+    end
+  end
+  for id in pairs(owed) do
+    if not live[id] then owed[id], speed[id], seen[id] = nil, nil, nil end
   end
 end
 

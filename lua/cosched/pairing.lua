@@ -28,6 +28,15 @@ match(list, score) -> units
     entries (945 for 10), a greedy one above (pairs by score, descending);
     with an odd count one entry is left alone.  F-LCA's pairing = measured.
 
+weighted(list, npairs, score, ok) -> units
+    At most npairs disjoint pairs of the entries of list (in the order of
+    preference: the oldest first) with the largest sum of score(a, b): as
+    many pairs as the list allows first, then as few pairs that are not
+    ok(a, b) as possible, then the largest sum (ties: the first found, in
+    list order).  Every choice is tried up to 10 entries (9,496 for 10), a
+    greedy one above (pairs ok first, then by score, descending).  Entries
+    not chosen are not in units.  F-LCA's select = weighted.
+
 compatible(a, b) -> bool
     LCA's rule for two classes: N with anything, S with S, C with C (never
     S with C); unknown counts as N.
@@ -248,6 +257,66 @@ function M.match(list, score)
     used[i] = false
   end
   rec(0, false)
+  return best
+end
+
+function M.weighted(list, npairs, score, ok)
+  local n = #list
+  npairs = math.min(npairs, n // 2)
+  if npairs <= 0 then return {} end
+  local key = {}                         -- key[i][j] = { ok, score } for i < j
+  for i = 1, n do
+    key[i] = {}
+    for j = i + 1, n do key[i][j] = { ok(list[i], list[j]) and 1 or 0, score(list[i], list[j]) } end
+  end
+  if n > 10 then
+    local cand = {}
+    for i = 1, n do
+      for j = i + 1, n do cand[#cand + 1] = { i, j, key[i][j] } end
+    end
+    table.sort(cand, function(a, b)
+      if a[3][1] ~= b[3][1] then return a[3][1] > b[3][1] end
+      if a[3][2] ~= b[3][2] then return a[3][2] > b[3][2] end
+      if a[1] ~= b[1] then return a[1] < b[1] end
+      return a[2] < b[2]
+    end)
+    local used, units = {}, {}
+    for _, c in ipairs(cand) do
+      if #units >= npairs then break end
+      if not used[c[1]] and not used[c[2]] then
+        used[c[1]], used[c[2]] = true, true
+        units[#units + 1] = { list[c[1]], list[c[2]] }
+      end
+    end
+    return units
+  end
+  -- exhaustive: (pairs, ok pairs, score), compared in that order
+  local best, bp, bo, bs = {}, -1, -1, -math.huge
+  local cur, used = {}, {}
+  local function rec(i, p, o, v)
+    while i <= n and used[i] do i = i + 1 end
+    if p == npairs or i > n then
+      if p > bp or (p == bp and (o > bo or (o == bo and v > bs + 1e-12))) then
+        bp, bo, bs = p, o, v
+        best = {}
+        for k, u in ipairs(cur) do best[k] = u end
+      end
+      return
+    end
+    used[i] = true
+    for j = i + 1, n do
+      if not used[j] then
+        used[j] = true
+        cur[#cur + 1] = { list[i], list[j] }
+        rec(i + 1, p + 1, o + key[i][j][1], v + key[i][j][2])
+        cur[#cur] = nil
+        used[j] = false
+      end
+    end
+    used[i] = false
+    rec(i + 1, p, o, v)                   -- i not chosen
+  end
+  rec(1, 0, 0, 0)
   return best
 end
 

@@ -70,6 +70,43 @@ Plan, every epoch:
      WT, then id (cosched.ageing.select).  K = parameter k, default auto
      (4 when four or more jobs are live, else 2; the paper leaves exactly
      four open: see cosched.ageing.k_default for why we take 4).
+     Weighted selection (select = weighted; not the default): when more
+     ready jobs than K * D wait, the K * D jobs are chosen as K * D / 2
+     pairs at once (cosched.pairing.weighted), those whose sum of
+     age x (each member's measured speed beside the other, as pairing =
+     measured learns it; untried: 1.5) is largest, LCA's rule kept (a pair
+     it forbids only where no choice of compatible pairs fills the epoch)
+     unless pairing = measured; ages below 0.01 count 0.01.  The pairs are
+     the units of step 4 (no completion, no lone rule); a gang-only oldest
+     job, or n <= K * D, falls back to the K oldest.  The oldest job is in
+     no guaranteed pair, but its weight grows while it waits (it is owed
+     more, or WT grows), so it is chosen once it outweighs the others: the
+     starvation bound below is FOP's only, not this option's (a test checks
+     every job keeps running).  It is the max-weight rule of queueing theory
+     (serve the configuration with the largest backlog-weighted rate), with
+     the age as the backlog: what F-LCA's selection of the K oldest
+     approximates without the rates.
+  Progress ageing (ageing = progress; not the default): the age is what the
+     job is owed, in quanta: the progress plain gang would have given it
+     since it arrived (dt / n per interval dt, n live jobs) less the
+     progress it made (its Progress, IPC_last / IPC_standalone with
+     counters, else its region throughput against its own best, else 1,
+     times the CPU seconds it got over the cores it kept busy:
+     cosched.ageing.ledger), instead of w1 WT / (n TQ) + w2 CP + w3 FP.
+     FOP ages a job for the rate at which it progresses (CP, FP); the ledger
+     for the progress it is short of, like CFS's virtual runtime counted in
+     progress instead of CPU time: "Fair on Progress" (Sec. 4.3: "enabling
+     all the applications to progress at a similar pace") kept exactly.
+     The ages `cosched status` shows are then owed / TQ (the wt, cp and fp
+     terms beside them stay FOP's, for reference).
+     Measured (docs/eval/issue24.md, "Progress ageing and weighted
+     selection"; simulator, both model readings, two seeds): with
+     pairing = measured the two together are at or above tft's mean of mix
+     means in 15 of the 16 8-job cells (the miss: 0.002 below), with IQR
+     0.05-0.22 and, at medium and high contention, every job at 0.90 or
+     more of its gang throughput; at 4 jobs (n = K: no selection to make)
+     they are pairing = measured, which is up to 0.012 below LCA in two
+     bwbound cells.  Not the default until real mixes say so.
   4. Pairing: gang-only selected jobs are units of their own (Sec. 6: "resort
      to gang scheduling for them"); the others, in age order, are paired
      by LCA Algorithm 1 (cosched.pairing.lca: N with S, then C, then N; C
@@ -190,7 +227,9 @@ above holds (the oldest ready job is still selected every epoch).
 
 Cost (issue #4 asks for F-LCA's "O(log n)"): our decision is O(n log n) in
 the ready jobs: every epoch walks all of them (ages, characterization) and
-sorts them by age; K, D and the pairing add O(K D).  A heap of ages would
+sorts them by age; K, D and the pairing add O(K D).  select = weighted adds
+O(n^2 log n) above 10 ready jobs (every pair scored and sorted), a fixed
+9,496 choices at most below.  A heap of ages would
 not make it O(log n): every waiting job's WT, hence its age, changes every
 epoch.  BENCHMARKS.md section 5 has the measured times.
 Hierarchy and thread counts (paper 001 Sec. 6): cosched-policy(7), SHIPPED POLICIES.
@@ -220,6 +259,10 @@ Parameters (--policy-opt key=value):
                      their measured speeds beside each other (pairing.match), learned per pair of
                      jobs ("Measured pairing" above)
   confidence = 3     pairing = measured: samples before a pair's estimate is trusted
+  ageing = fop       fop: Age = w1 WT/(n TQ) + w2 CP + w3 FP; progress: what the job is owed
+                     against gang's progress (Progress ageing above)
+  select = oldest    oldest: the K oldest, then paired; weighted: pairs by age x measured
+                     speed when more than K jobs are ready (Weighted selection above)
   w1 = 1, w2 = 1, w3 = 1   age weights (w1 > 0, w2, w3 >= 0; the paper's w3 is 2: see above)
   pair_quanta = 2    quanta per round holding a pair (integer >= 1)
   split = auto       where halves are cut: auto, llc, numa, core, pu
@@ -246,6 +289,9 @@ local half_of = {}
 -- (its Progress: tr.fresh), smoothed; partner[id] = the partner the last
 -- plan gave the job (false: alone)
 local measured, confidence, est, partner
+-- ageing = progress: the ledger of what each job is owed (cosched.ageing.ledger);
+-- select = weighted: pairs by weighted measured speed (step 3 below)
+local ledger, weighted
 local OPTIMISTIC = 1.5                  -- an untried pair's value: above any folded speed, so it is tried
 local ALPHA = 0.3                       -- weight of a new sample
 
@@ -282,6 +328,12 @@ end
 
 local function pair_score(x, y)
   return value(x.id, y.id) + value(y.id, x.id)
+end
+
+-- select = weighted: each member's speed beside the other weighted by its age
+-- (at least a hundredth: a job ahead still counts a little)
+local function weighted_score(x, y)
+  return math.max(x.age, 0.01) * value(x.id, y.id) + math.max(y.age, 0.01) * value(y.id, x.id)
 end
 -- the epoch in progress: { t0 = snap.now of its plan, rounds = { { units =,
 -- gang =, dur = }, ... } } (step 6); nil when none may be continued
@@ -367,6 +419,8 @@ return {
     departures = { default = "fill", help = "fill: a job leaving mid-epoch leaves its cores to the oldest compatible waiting job; keep: to its partner" },
     holes = { default = "any", help = "any: cores no compatible job fills go to any waiting job; compatible: they stay idle (LCA's rule first)" },
     pairing = { default = "lca", help = "lca: paper 001's Algorithm 1; measured: pairs that maximise the jobs' measured speed beside each other, learned per pair of jobs (untried pairs tried first)" },
+    ageing = { default = "fop", help = "fop: paper 001's Age (waiting, contention, folding); progress: the progress gang would have given the job since it arrived less what it made (cosched.ageing.ledger)" },
+    select = { default = "oldest", help = "oldest: the K oldest jobs, then paired; weighted: the K / 2 pairs whose members' measured speeds beside each other, weighted by age, add up most (LCA's rule kept unless pairing = measured)" },
     confidence = { default = 3, help = "pairing = measured: samples of a pair of jobs before its estimate is trusted" },
     region_progress = { default = "yes", help = "yes: without counters, CP from the job's OpenMP region throughput (regions per second against its own best of late) where its last step completed 8 or more regions, else from CPU time; no: CPU time only" },
     cpu_progress = { default = "yes", help = "yes: without counters, CP from CPU time, a job's CPU per core held against its own best of late (another process on its cores slows it); no: CP = 0 without counters" },
@@ -427,17 +481,23 @@ return {
     measured = choice("pairing", "measured", "lca")
     confidence = number(params, "confidence", 1)
     est, partner = {}, {}
+    ledger = choice("ageing", "progress", "fop") and ageing.ledger() or nil
+    weighted = choice("select", "weighted", "oldest")
   end,
 
   plan = function(snap)
     local ctx = src:begin(snap)
     tr:observe(snap, ctx.info)
-    if measured then
+    if measured or weighted then
       learn(snap)
     end
+    if ledger then ledger:observe(snap, tr.fresh) end
     if used_threads then used_threads:observe(snap) end
     local n, tq = #snap.jobs, snap.quantum
     local entries = pool:entries(snap, ctx, tr, W, true)
+    if ledger then
+      for _, e in ipairs(entries) do e.age = (ledger.owed[e.id] or 0) / tq end
+    end
     local st = { entries = entries }
     local steps = {}
     if #entries > 0 and #ctx.budget > 0 then
@@ -450,7 +510,22 @@ return {
         rounds = {}
         local D = pairing.domains(snap, ctx.budget)
         local K = (k_param or ageing.k_default(n)) * D
-        local sel = ageing.select(entries, K)
+        local sel, chosen = nil, nil
+        local order = weighted and age_order(st)
+        if weighted and #order > K and not order[1].gang then
+          -- select = weighted (more ready jobs than K: a choice to make):
+          -- the K jobs in K / 2 pairs whose members' measured speeds beside
+          -- each other, weighted by age, add up most
+          local cand = {}
+          for _, e in ipairs(order) do if not e.gang then cand[#cand + 1] = e end end
+          chosen = pairing.weighted(cand, K // 2, weighted_score, function(a, b)
+            return measured or pairing.compatible(a.class, b.class)
+          end)
+          sel = {}
+          for _, u in ipairs(chosen) do sel[#sel + 1], sel[#sel + 2] = u[1], u[2] end
+          table.sort(sel, ageing.older)
+        end
+        if not chosen or #chosen == 0 then sel, chosen = ageing.select(entries, K), nil end
         local rank, gang, units, foldable, member, age = {}, {}, {}, {}, {}, {}
         for r, e in ipairs(sel) do
           rank[e.id] = r
@@ -462,8 +537,8 @@ return {
             foldable[#foldable + 1] = e
           end
         end
-        local lunits = measured and pairing.match(foldable, pair_score) or pairing.lca(foldable)
-        if complete and #sel < #entries then
+        local lunits = chosen or (measured and pairing.match(foldable, pair_score) or pairing.lca(foldable))
+        if complete and #sel < #entries and not chosen then
           for _, u in ipairs(lunits) do
             if not u[2] then pairing.complete(lunits, age_order(st), member, measured or nil) break end
           end
@@ -472,7 +547,7 @@ return {
         -- scale) and found no compatible partner takes the oldest job still
         -- alone or unselected, whatever its class (lone = any): a lone S job
         -- would leave half its cores idle in effect while that job waits
-        if lone_any and not measured then pairing.pair_lone(lunits, age_order(st), member) end
+        if lone_any and not measured and not chosen then pairing.pair_lone(lunits, age_order(st), member) end
         -- a pair's member that had the second half last time gets the first
         -- (halves = alternate): halves differ on a real node (another
         -- process on one core, SMT siblings), and a job always second would
@@ -533,7 +608,7 @@ return {
         end
         epoch = (not ctx.pending) and { t0 = snap.now, rounds = rounds, member = member } or nil
       end
-      if measured then
+      if measured or weighted then
         for _, r in ipairs(rounds) do
           for _, u in ipairs(r.units) do
             partner[u[1]] = u[2] or false

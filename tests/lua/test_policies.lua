@@ -710,6 +710,71 @@ check("flca pairing = measured, with counters: learnt per pair of jobs, not per 
   local m, l = together("measured"), together("lca")
   return m == 0 and l >= 5, m .. " " .. l
 end)
+check("pairing.weighted: as many pairs as possible, then LCA-compatible ones, then the best score; greedy above 10", function()
+  local l = entries { "S", "S", "C", "C", "N" }
+  local ok = function(a, b) return pairing.compatible(a.class, b.class) end
+  local score = function(a, b) return (a.class ~= b.class) and 5 or 1 end
+  -- S-C scores 5 but is not compatible: (S,S) and (C,N) (6, the first found of the best)
+  local two = fmt_units(pairing.weighted(l, 2, score, ok))
+  -- one pair: the best compatible one (N with S or C scores 5)
+  local one = fmt_units(pairing.weighted(l, 1, score, ok))
+  -- three S and one C, two pairs: one S-C pair is needed and taken (one, not two)
+  local forced = fmt_units(pairing.weighted(entries { "S", "S", "S", "C" }, 2, score, ok))
+  local big = entries { "S", "S", "S", "S", "S", "S", "C", "C", "C", "C", "C", "C" }
+  local g = pairing.weighted(big, 3, function(a, b) return a.id + b.id end, ok)
+  local seen, gok = {}, #g == 3
+  for _, u in ipairs(g) do
+    for _, e in ipairs(u) do gok = gok and not seen[e.id]; seen[e.id] = true end
+    gok = gok and ok(u[1], u[2])
+  end
+  return two == "(1,2)(3,5)" and one == "(1,5)" and forced == "(1,2)(3,4)" and gok,
+    two .. " " .. one .. " " .. forced .. " " .. fmt_units(g)
+end)
+check("ageing.ledger: owed = gang's share since arrival less progress (speed x CPU / cores busy)", function()
+  local lg = ageing.ledger()
+  local function job(id, cpu, ncpus) return { id = id, threads = 2, cpu_time = cpu, last = { ncpus = ncpus } } end
+  lg:observe({ now = 0, jobs = { job(1, 0, 2), job(2, 0, 2) } }, {})
+  -- 10 s later: job 1 ran 5 s on its 2 cores at half its standalone speed, job 2 not at all
+  lg:observe({ now = 10, jobs = { job(1, 10, 2), job(2, 0, 2) } }, { [1] = 0.5 })
+  local a, b = lg.owed[1], lg.owed[2]
+  -- job 2 leaves; job 1 runs 4 s more with no new speed (the last one is kept)
+  lg:observe({ now = 14, jobs = { job(1, 18, 2) } }, {})
+  local c = lg.owed[1]
+  return math.abs(a - 2.5) < 1e-9 and math.abs(b - 5) < 1e-9 and math.abs(c - 4.5) < 1e-9 and lg.owed[2] == nil,
+    ("%s %s %s %s"):format(a, b, c, tostring(lg.owed[2]))
+end)
+check("flca select = weighted (ageing = progress): more jobs than K, the two that slow each other are seldom chosen together once learnt; every job keeps running", function()
+  -- six S jobs (counters): 1 and 2 run at 3/4 speed beside each other, full
+  -- speed beside anyone else.  The K = 4 oldest paired by LCA put 1 and 2
+  -- together now and then; weighted selection learns the pair and takes it
+  -- only when both are owed far more than the others
+  local BW = { l1 = 10, l2 = 10, llc = 10 }
+  local function run(opts)
+    local p, params = load_policy("flca", opts)
+    local node = fake.node { cores = 8, counters = true }
+    local function hurt(mate)
+      return function(others) return others[1] == mate and 0.45 or 0.6 end
+    end
+    node:add { class = "S", ipc = hurt(2), bw = BW }
+    node:add { class = "S", ipc = hurt(1), bw = BW }
+    for _ = 3, 6 do node:add { class = "S", ipc = 0.6, bw = BW } end
+    local n, last = 0, {}
+    for e = 1, 80 do
+      local _, plan = run_epoch(node, p, params)
+      for _, st in ipairs(plan) do
+        local ids = {}
+        for _, j in ipairs(st.jobs) do ids[j.id] = true; last[j.id] = e end
+        if e > 40 and ids[1] and ids[2] then n = n + 1 end
+      end
+    end
+    local starved = false
+    for id = 1, 6 do starved = starved or (last[id] or 0) < 76 end
+    return n, starved
+  end
+  local w, ws = run { ageing = "progress", select = "weighted" }
+  local o = run {}
+  return w * 5 <= o and o >= 10 and not ws, w .. " " .. tostring(ws) .. " " .. o
+end)
 check("flca: cp_ref takes standalone (the paper) or nearest (the default); any other value is refused", function()
   for _, ref in ipairs { "standalone", "nearest" } do
     local p, params = load_policy("flca", { characterize = "no", cp_ref = ref })
@@ -727,7 +792,8 @@ check("bad parameters are refused in init()", function()
   local bad = { { "flca", { w1 = "0" } }, { "flca", { k = "3" } }, { "fop", { k = "x" } },
                 { "lbb", { split = "foo" } }, { "lca", { characterize = "maybe" } }, { "flca", { pair_quanta = "0" } },
                 { "flca", { pairing = "best" } }, { "flca", { complete = "maybe" } }, { "flca", { threads = "all" } },
-                { "flca", { halves = "left" } }, { "flca", { cpu_progress = "maybe" } } }
+                { "flca", { halves = "left" } }, { "flca", { cpu_progress = "maybe" } },
+                { "flca", { ageing = "cfs" } }, { "flca", { select = "best" } } }
   for _, b in ipairs(bad) do
     if pcall(load_policy, b[1], b[2]) then return false, b[1] .. " accepted a bad value" end
   end
