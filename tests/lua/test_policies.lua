@@ -680,22 +680,27 @@ check("flca pairing = measured: without counters, learnt from region throughput 
   local on, off = together("yes"), together("no")
   return on == 0 and off >= 5, on .. " " .. off
 end)
+-- n jobs of class S on 8 cores with counters: 1 and 2 run at 3/4 of their
+-- speed beside each other (IPC 0.45 against 0.6), full speed beside any other
+local function hurting_pair_node(n)
+  local BW = { l1 = 10, l2 = 10, llc = 10 }
+  local node = fake.node { cores = 8, counters = true }
+  local function hurt(mate)
+    return function(others) return others[1] == mate and 0.45 or 0.6 end
+  end
+  node:add { class = "S", ipc = hurt(2), bw = BW }
+  node:add { class = "S", ipc = hurt(1), bw = BW }
+  for _ = 3, n do node:add { class = "S", ipc = 0.6, bw = BW } end
+  return node
+end
 check("flca pairing = measured, with counters: learnt per pair of jobs, not per class: the two jobs that slow each other are kept apart", function()
   -- four jobs of one class, characterized from the counters (one S-S
   -- estimate would tell no pair from another): 1 and 2 run at 3/4 speed
   -- beside each other, at full speed beside 3 or 4.  Learnt, 1 and 2 never
   -- share a step after the first epochs; lca pairs them by age: often
-  local BW = { l1 = 10, l2 = 10, llc = 10 }
   local function together(how)
     local p, params = load_policy("flca", { pairing = how })
-    local node = fake.node { cores = 8, counters = true }
-    local function hurt(mate)
-      return function(others) return others[1] == mate and 0.45 or 0.6 end
-    end
-    node:add { class = "S", ipc = hurt(2), bw = BW }
-    node:add { class = "S", ipc = hurt(1), bw = BW }
-    node:add { class = "S", ipc = 0.6, bw = BW }
-    node:add { class = "S", ipc = 0.6, bw = BW }
+    local node = hurting_pair_node(4)
     local n = 0
     for e = 1, 60 do
       local _, plan = run_epoch(node, p, params)
@@ -748,16 +753,9 @@ check("flca select = weighted (ageing = progress): more jobs than K, the two tha
   -- speed beside anyone else.  The K = 4 oldest paired by LCA put 1 and 2
   -- together now and then; weighted selection learns the pair and takes it
   -- only when both are owed far more than the others
-  local BW = { l1 = 10, l2 = 10, llc = 10 }
   local function run(opts)
     local p, params = load_policy("flca", opts)
-    local node = fake.node { cores = 8, counters = true }
-    local function hurt(mate)
-      return function(others) return others[1] == mate and 0.45 or 0.6 end
-    end
-    node:add { class = "S", ipc = hurt(2), bw = BW }
-    node:add { class = "S", ipc = hurt(1), bw = BW }
-    for _ = 3, 6 do node:add { class = "S", ipc = 0.6, bw = BW } end
+    local node = hurting_pair_node(6)
     local n, last = 0, {}
     for e = 1, 80 do
       local _, plan = run_epoch(node, p, params)
