@@ -109,7 +109,12 @@ tr:observe(snap, info)
       CP, hence its own age, within [0, w2] as true contention does, never
       another job's CP (but a job that is older runs sooner: one that
       over-reports once looks contended, at no cost, until its best decays;
-      region_progress = no where jobs' counts are not trusted).  It assumes the regions of a job do similar work: a
+      region_progress = no where jobs' counts are not trusted).  Under
+      F-LCA's ageing = progress the same count is the job's speed in the
+      ledger (below): the age is then not bounded, but the speed is at
+      least MIN_SPEED, so a job that under-reports is credited at most 4x
+      too little progress: it runs up to 4x its share, at the others'
+      expense.  It assumes the regions of a job do similar work: a
       phase of longer regions looks like contention until the best decays.
     "cpu" (cpu_progress): its CPU per core in the last step (last.cpu /
       (last.wall min(last.ncpus, threads))) against the best such rate it
@@ -454,15 +459,22 @@ function M.fill_order(ctx, entries)
 end
 
 -- ledger() -> lg: ageing = progress (F-LCA option): what each job is owed.
---   lg:observe(snap, fresh): owed[id] grows by dt / n for every live job (n
---   = live jobs, dt = the virtual or wall time since the last observe: the
---   share of progress plain gang would give it, in standalone seconds) and
---   falls by the progress the job made since, speed x (its CPU seconds since
---   the last observe / the cores it could keep busy), speed = the job's
---   latest Progress (fresh[id]: IPC_last / IPC_standalone with counters, its
---   region throughput against its own best without; 1 when it has none, so
---   that without any signal the ledger is fair on CPU time).  CPU time, not
---   the step's wall time, so that a step seen by two plans counts once.
+--   lg:observe(snap, fresh, signal): owed[id] grows by dt / n for every live
+--   job (n = live jobs, dt = the virtual or wall time since the last
+--   observe: the share of progress plain gang would give it, in standalone
+--   seconds) and falls by the progress the job made since: speed x its CPU
+--   seconds since the last observe / a width.  speed = the job's latest
+--   Progress (fresh[id]), at least MIN_SPEED, 1 when it has none.  With
+--   signal[id] == "ipc" (IPC_last / IPC_standalone: progress per second of running;
+--   the tracker's tr.signal)
+--   the width is the cores it could keep busy, so CPU / width is the time it
+--   ran; otherwise (region throughput against its own best at that width,
+--   or nothing) the width is the cores it has alone (min(threads, node
+--   CPUs)): without any signal the ledger is fair on CPU time.  CPU time,
+--   not the step's wall time, so that a step seen by two plans counts once.
+--   A job seen for the first time starts level with the least owed live job
+--   (as CFS starts a task at min_vruntime), not at 0: after a long run the
+--   others may be far behind or ahead of gang.
 --   lg.owed[id]: seconds of standalone progress the job is behind gang (< 0:
 --   ahead).  Jobs that left are forgotten.  A speed counts at least
 --   MIN_SPEED (0.25): the region signal is the job's own count (its OpenMP
@@ -477,17 +489,30 @@ function M.ledger()
   return setmetatable({ owed = {}, speed = {}, cpu = {}, now = nil }, LG)
 end
 
-function LG:observe(snap, fresh)
+function LG:observe(snap, fresh, signal)
   local now = snap.now
   if type(now) ~= "number" then return end
   local n = #snap.jobs
   local dt = self.now and math.max(0, now - self.now) or 0
   self.now = now
+  local ncpu = type(snap.cpus) == "table" and #snap.cpus or 0
   local owed, speed, seen, live = self.owed, self.speed, self.cpu, {}
+  -- a job seen for the first time starts level with the least owed live
+  -- job (CFS's min_vruntime): not behind by the whole run so far, nor ahead
+  local floor
+  for _, job in ipairs(snap.jobs) do
+    local o = owed[job.id]
+    if o and (not floor or o < floor) then floor = o end
+  end
   for _, job in ipairs(snap.jobs) do
     local id = job.id
     live[id] = true
-    owed[id] = (owed[id] or 0) + dt / math.max(n, 1)
+    local threads = (type(job.threads) == "number" and job.threads >= 1) and job.threads or nil
+    if owed[id] then
+      owed[id] = owed[id] + dt / math.max(n, 1)
+    else
+      owed[id] = floor or 0
+    end
     local rel = fresh and fresh[id]
     if type(rel) == "number" and rel == rel and rel >= 0 and rel < 4 then speed[id] = math.max(rel, MIN_SPEED) end
     local c, l = job.cpu_time, job.last
@@ -495,7 +520,12 @@ function LG:observe(snap, fresh)
       local dc = seen[id] and c - seen[id] or 0
       seen[id] = c
       if dc > 0 and l and type(l.ncpus) == "number" and l.ncpus >= 1 then
-        local width = math.min(l.ncpus, (type(job.threads) == "number" and job.threads >= 1) and job.threads or l.ncpus)
+        -- IPC_last / IPC_standalone is progress per second of running: the
+        -- seconds it ran are its CPU over the cores it kept busy.  Any other
+        -- speed (regions against the job's own best at that width, or none)
+        -- says nothing of width: its CPU over the cores it has alone
+        local width = (signal and signal[id] == "ipc") and math.min(l.ncpus, threads or l.ncpus)
+                      or math.max(1, math.min(threads or ncpu, ncpu > 0 and ncpu or threads or 1))
         owed[id] = owed[id] - (speed[id] or 1) * dc / width
       end
     end

@@ -735,7 +735,7 @@ check("pairing.weighted: as many pairs as possible, then LCA-compatible ones, th
   return two == "(1,2)(3,5)" and one == "(1,5)" and forced == "(1,2)(3,4)" and gok,
     two .. " " .. one .. " " .. forced .. " " .. fmt_units(g)
 end)
-check("ageing.ledger: owed = gang's share since arrival less progress (speed x CPU / cores busy)", function()
+check("ageing.ledger: owed = gang's share since arrival less progress (speed x CPU / cores), new jobs level with the least owed, speed at least 0.25", function()
   local lg = ageing.ledger()
   local function job(id, cpu, ncpus) return { id = id, threads = 2, cpu_time = cpu, last = { ncpus = ncpus } } end
   lg:observe({ now = 0, jobs = { job(1, 0, 2), job(2, 0, 2) } }, {})
@@ -745,8 +745,15 @@ check("ageing.ledger: owed = gang's share since arrival less progress (speed x C
   -- job 2 leaves; job 1 runs 4 s more with no new speed (the last one is kept)
   lg:observe({ now = 14, jobs = { job(1, 18, 2) } }, {})
   local c = lg.owed[1]
-  return math.abs(a - 2.5) < 1e-9 and math.abs(b - 5) < 1e-9 and math.abs(c - 4.5) < 1e-9 and lg.owed[2] == nil,
-    ("%s %s %s %s"):format(a, b, c, tostring(lg.owed[2]))
+  -- job 3 arrives: level with the least owed live job (1's 4.5), not at 0;
+  -- a speed of 0.01 counts 0.25
+  lg:observe({ now = 14, jobs = { job(1, 18, 2), job(3, 0, 2) } }, { [3] = 0.01 })
+  local d = lg.owed[3]
+  lg:observe({ now = 18, jobs = { job(1, 18, 2), job(3, 8, 2) } }, {})
+  local e = lg.owed[3]              -- 4.5 + 2 - 0.25 x 8 / 2 = 5.5
+  return math.abs(a - 2.5) < 1e-9 and math.abs(b - 5) < 1e-9 and math.abs(c - 4.5) < 1e-9 and lg.owed[2] == nil
+    and math.abs(d - 4.5) < 1e-9 and math.abs(e - 5.5) < 1e-9,
+    ("%s %s %s %s %s %s"):format(a, b, c, tostring(lg.owed[2]), d, e)
 end)
 check("flca select = weighted (ageing = progress): more jobs than K, the two that slow each other are seldom chosen together once learnt; every job keeps running", function()
   -- six S jobs (counters): 1 and 2 run at 3/4 speed beside each other, full
@@ -772,6 +779,33 @@ check("flca select = weighted (ageing = progress): more jobs than K, the two tha
   local w, ws = run { ageing = "progress", select = "weighted" }
   local o = run {}
   return w * 5 <= o and o >= 10 and not ws, w .. " " .. tostring(ws) .. " " .. o
+end)
+check("flca select = weighted: a job slow beside every partner still runs (ageing = progress and fop)", function()
+  -- eight S jobs with counters: job 8 keeps a twentieth of its speed beside
+  -- anyone, the others 0.4; scored by speed it is nobody's best partner
+  -- (before its speed counted at least 0.25 in the score it ran for the
+  -- last time at epoch 57 of 200 under ageing = progress)
+  local BW = { l1 = 10, l2 = 10, llc = 10 }
+  local worst = 0
+  for _, ag in ipairs { "progress", "fop" } do
+    local p, params = load_policy("flca", { ageing = ag, select = "weighted", pairing = "measured" })
+    local node = fake.node { cores = 8, counters = true }
+    for i = 1, 8 do
+      local v = i == 8 and 0.03 or 0.4
+      node:add { class = "S", bw = BW, ipc = function(others) return #others == 0 and 0.6 or v end }
+    end
+    local last, gap = 30, 0           -- after the characterizations
+    for e = 1, 200 do
+      local ran = run_epoch(node, p, params)
+      for _, ids in ipairs(ran) do
+        for _, id in ipairs(ids) do
+          if id == 8 and e > 30 then gap, last = math.max(gap, e - last), e end
+        end
+      end
+    end
+    worst = math.max(worst, gap, 200 - last)
+  end
+  return worst <= 25, "longest wait of job 8: " .. worst .. " epochs"
 end)
 check("flca: cp_ref takes standalone (the paper) or nearest (the default); any other value is refused", function()
   for _, ref in ipairs { "standalone", "nearest" } do
