@@ -2,8 +2,9 @@
 # 55-replayed: the class-aware policies on real processes with replayed
 # counters.  Three spin jobs named s, c and n get counts (software-event test
 # profile slots) that classify them S, C and N; every policy must run them
-# without fallback, and the LCA family must never run the S job beside the C
-# job (paper 001 Sec. 4.2: "never an S job beside a C job under one LLC").
+# without fallback, and the LCA family (flca with pairing=lca) must never run
+# the S job beside the C job (paper 001 Sec. 4.2: "never an S job beside a C
+# job under one LLC").
 
 load helpers/common
 load helpers/jobs
@@ -36,7 +37,9 @@ teardown() {
 }
 
 run_replayed() {
-    run "$COSCHED" run --policy "$1" --quantum 100ms --counters replay:rec.jsonl --profile test-software \
+    local opts=() o
+    for o in ${3:-}; do opts+=(--policy-opt "$o"); done
+    run "$COSCHED" run --policy "$1" "${opts[@]}" --quantum 100ms --counters replay:rec.jsonl --profile test-software \
         --store none --trace t.jsonl --jobs jobs
     echo "$output" | grep -vE '^\[' | tail -8
     [ "$status" -eq 0 ]
@@ -58,7 +61,12 @@ PY
 }
 
 @test "replayed counters: lca never runs S beside C" { requires multicore; run_replayed lca lca; }
-@test "replayed counters: flca never runs S beside C" { requires multicore; run_replayed flca lca; }
+# paper 001's F-LCA; flca's defaults pair by measured speed (cosched-policy(7)) and may put S beside C
+@test "replayed counters: flca with LCA's pairs never runs S beside C" {
+    requires multicore
+    run_replayed flca lca "ageing=fop select=oldest pairing=lca"
+}
+@test "replayed counters: flca (its defaults) runs every job" { requires multicore; run_replayed flca any; }
 @test "replayed counters: fop, lbb, llcmrb, flbb, fllcmrb run every job" {
     requires multicore
     for p in fop lbb llcmrb flbb fllcmrb; do run_replayed "$p" any; done

@@ -707,17 +707,17 @@ EOF2
 }
 
 @test "simulate: policy variants NAME:KEY=VALUE run with those parameters, reported under the whole spec; bad ones refused" {
-    simulate --node paper001 --apps table2 --mix jacobi,stream,gemm,ep,syrk --policy flca,flca:w3=2,flca:k=2:w3=0 \
+    simulate --node paper001 --apps table2 --mix jacobi,stream,gemm,ep,syrk --policy flca,flca:pairing=lca,flca:k=2 \
         --window 60 --json
     [ "$status" -eq 0 ] || { echo "$stderr"; return 1; }
     python3 - "$output" <<'PY'
 import json, sys
 d = json.loads(sys.argv[1])
 got = [r["policy"] for r in d["results"]]
-assert got == ["flca", "flca:w3=2", "flca:k=2:w3=0"], got
+assert got == ["flca", "flca:pairing=lca", "flca:k=2"], got
 # the parameters took effect: K = 2 runs fewer jobs per epoch than K = 4 (five jobs)
 steps = {r["policy"]: r["steps"] for r in d["results"]}
-assert steps["flca:k=2:w3=0"] != steps["flca"], steps
+assert steps["flca:k=2"] != steps["flca"], steps
 PY
     refused --node paper001 --apps table2 --mix jacobi --policy flca:w3 -- "expected NAME or NAME:KEY=VALUE"
     run --separate-stderr "$COSCHED" simulate --node paper001 --apps table2 --mix jacobi --policy flca:nosuch=1
@@ -863,7 +863,7 @@ EOF
     local w
     for w in high highn; do
         simulate --node paper001 --apps table2 --window 60 --json --workload $w.workload \
-            --policy flca,flca:pairing=measured,flca:characterize=no,tft
+            --policy flca,flca:ageing=fop:select=oldest:pairing=lca,flca:characterize=no,tft
         [ "$status" -eq 0 ] || { echo "$stderr"; false; }
         echo "$output" > $w.json
     done

@@ -306,7 +306,7 @@ assert all(0 < x['jaccard'] < 1 and x['mixes'] == 15 for x in t.values()), t
 import copy, json, sys
 d = json.load(open(sys.argv[1]))
 r = copy.deepcopy([x for x in d["results"] if x["policy"] == "flca"][0])
-r["policy"] = "flca:w3=2"
+r["policy"] = "flca:confidence=3"
 for j, t in zip(r["jobs"], [0.12, 0.20, 0.06, 0.40]):
     j["throughput"] = t
 d["results"].append(r)
@@ -321,13 +321,13 @@ PYEOF
     assert_contains "$md" "## How independent the mixes are"
     # median 1.1 (tie with flca: both bold), mean 1.1, IQR 0.2, C 1.2, N 1.0; bound: y = .3 .25 .3 .25,
     # sum 1.1: total 1.1 / 1.25 = 0.88, fair 1.1 / 1.2 = 0.92, least 0.25 / 0.3 = 0.83 (tie with flca)
-    assert_contains "$md" '| `flca:w3=2` | **1.10** | **1.10** | 0.20 | – | 1.20 | 1.00 | **0.88** | **0.92** (1 of 1) | **0.83** |'
+    assert_contains "$md" '| `flca:confidence=3` | **1.10** | **1.10** | 0.20 | – | 1.20 | 1.00 | **0.88** | **0.92** (1 of 1) | **0.83** |'
     assert_contains "$md" '| `flca:k=2` | – | – |'
     # the policy tables above the section and the plots know nothing of it
     main=$(sed -n '1,/^## F-LCA sensitivity/p' "$out/EVALUATION.md")
     [[ $main != *"flca:"* ]] || { grep -n "flca:" <<<"$main"; return 1; }
     ! grep -q 'data-policy="flca:' "$out/paper001-4.svg"
-    grep -q '^paper001,4,low,flca:w3=2,4,1.1000,1.1000,1.0000,1.2000,0.2000,' "$out/stats.csv" ||
+    grep -q '^paper001,4,low,flca:confidence=3,4,1.1000,1.1000,1.0000,1.2000,0.2000,' "$out/stats.csv" ||
         { cat "$out/stats.csv"; return 1; }
     # the discussion's placeholders for the study and the mixes
     run python3 - "$EVAL" "$fx" <<'PYEOF'
@@ -337,15 +337,15 @@ ev = importlib.util.module_from_spec(s); l.exec_module(ev)
 meta = json.load(open(os.path.join(sys.argv[2], "workloads.json")))
 wls = meta["workloads"]
 c = ev.collect(wls, ev.load_results(sys.argv[2], wls))
-print(ev.fill("{{sbest paper001 4 low mean}}|{{sbest paper001 4 low med}}|{{scell paper001 4 low flca:w3=2 fair}}|"
-              "{{sall paper001 flca:w3=2 bnd}}|{{med paper001 4 low flca:w3=2}}|{{mix paper001 4 low distinct}}|"
-              "{{spair paper001 4 low flca:w3=2 flca}}|{{scell paper001 4 low flca nfair}}",
+print(ev.fill("{{sbest paper001 4 low mean}}|{{sbest paper001 4 low med}}|{{scell paper001 4 low flca:confidence=3 fair}}|"
+              "{{sall paper001 flca:confidence=3 bnd}}|{{med paper001 4 low flca:confidence=3}}|{{mix paper001 4 low distinct}}|"
+              "{{spair paper001 4 low flca:confidence=3 flca}}|{{scell paper001 4 low flca nfair}}",
               c, wls, {"total": 0}))
 PYEOF
     echo "$output"
     [ "$status" -eq 0 ]
     # paired: the variant's mean 1.1 against flca's 1.075 in the one workload; flca fair there
-    assert_equal "$output" '`flca:w3=2` 1.10|all 1.10|0.92|0.88|1.10|4|higher in 1, lower in 0 of 1|1' "placeholders"
+    assert_equal "$output" '`flca:confidence=3` 1.10|all 1.10|0.92|0.88|1.10|4|higher in 1, lower in 0 of 1|1' "placeholders"
 }
 
 @test "evaluate: bad usage exits 2 with a message" {

@@ -264,31 +264,40 @@ function M.weighted(list, npairs, score, ok)
   local n = #list
   npairs = math.min(npairs, n // 2)
   if npairs <= 0 then return {} end
+  if n > 10 then
+    -- greedy: every pair i < j numbered m in (i, j) order, the numbers
+    -- sorted by (ok, score) descending, then m (i, then j) ascending, each
+    -- pair taken when both members are still free; flat arrays, no table
+    -- per pair (64 candidates: 2,016 pairs every plan).  Keeping each job's
+    -- best free partner instead of sorting was slower: with scores that tie
+    -- (untried pairs) most jobs look again after every pick
+    local oks, scs, is, js, idx, m = {}, {}, {}, {}, {}, 0
+    for i = 1, n do
+      for j = i + 1, n do
+        m = m + 1
+        oks[m], scs[m], is[m], js[m], idx[m] = ok(list[i], list[j]) and 1 or 0, score(list[i], list[j]), i, j, m
+      end
+    end
+    table.sort(idx, function(a, b)
+      if oks[a] ~= oks[b] then return oks[a] > oks[b] end
+      if scs[a] ~= scs[b] then return scs[a] > scs[b] end
+      return a < b
+    end)
+    local used, units = {}, {}
+    for _, c in ipairs(idx) do
+      if #units >= npairs then break end
+      local i, j = is[c], js[c]
+      if not used[i] and not used[j] then
+        used[i], used[j] = true, true
+        units[#units + 1] = { list[i], list[j] }
+      end
+    end
+    return units
+  end
   local key = {}                         -- key[i][j] = { ok, score } for i < j
   for i = 1, n do
     key[i] = {}
     for j = i + 1, n do key[i][j] = { ok(list[i], list[j]) and 1 or 0, score(list[i], list[j]) } end
-  end
-  if n > 10 then
-    local cand = {}
-    for i = 1, n do
-      for j = i + 1, n do cand[#cand + 1] = { i, j, key[i][j] } end
-    end
-    table.sort(cand, function(a, b)
-      if a[3][1] ~= b[3][1] then return a[3][1] > b[3][1] end
-      if a[3][2] ~= b[3][2] then return a[3][2] > b[3][2] end
-      if a[1] ~= b[1] then return a[1] < b[1] end
-      return a[2] < b[2]
-    end)
-    local used, units = {}, {}
-    for _, c in ipairs(cand) do
-      if #units >= npairs then break end
-      if not used[c[1]] and not used[c[2]] then
-        used[c[1]], used[c[2]] = true, true
-        units[#units + 1] = { list[c[1]], list[c[2]] }
-      end
-    end
-    return units
   end
   -- exhaustive: (pairs, ok pairs, score), compared in that order
   local best, bp, bo, bs = {}, -1, -1, -math.huge

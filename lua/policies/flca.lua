@@ -1,11 +1,46 @@
 --[==[
-flca - F-LCA: each epoch the K oldest jobs (waiting, contention, folding penalty), paired by LCA, folded.
+flca - F-LCA: each epoch K jobs, folded in pairs: the jobs most behind their gang share, in the pairs measured to run best.
 
 Implements: F-LCA, "Folding - Link and Cache Aware", of paper 001 (Haritatos
 et al., "Contention-aware scheduling policies for fairness and throughput"),
 Sec. 4.4, with the characterization of Sec. 4.4 (cosched.characterize),
 gang-only jobs (Sec. 6, lock contention) and LLC domains (Sec. 6, richer
 memory hierarchies).
+
+The defaults and paper 001's policy.  Paper 001's F-LCA ages every job by
+FOP's Age (below), selects the K oldest and pairs them by LCA's class rule
+(never S beside C); with this file's other defaults that policy is
+
+  --policy flca:ageing=fop:select=oldest:pairing=lca
+
+By default flca keeps F-LCA's three parts - folding, pairs chosen against
+contention, ageing by lost progress - and takes two decisions from
+measurement instead of from the classes:
+  ageing = progress   a job's age is the progress it is short of against
+                      plain gang ("Progress ageing" below), not FOP's rates;
+  select = weighted   with more ready jobs than K, the K / 2 pairs that serve
+                      the most owed jobs at their best measured speeds
+                      ("Weighted selection", step 3);
+  pairing = measured  the pairs that maximise the jobs' measured speeds
+                      beside each other, learnt per pair of jobs, trusted
+                      after one sample (confidence = 1; "Measured pairing").
+Measured (EVALUATION.md, "A second seed"; docs/eval/issue24.md, "The
+defaults"): in the simulator, both model readings (paper001, bwbound) and
+paper 004's matrix, two seeds, 44 cells, the defaults' mean of mix means
+is at or above tft's with paired wins >= losses in 39 cells, paper 001's
+F-LCA's in 18; at 8 jobs, medium and high contention, IQR 0.08-0.20 and
+the least-served job at 0.79-0.95 of the max-min bound; paper001 8 high
+1.33 of gang (tft 1.28, paper 001's F-LCA 1.25-1.26).
+On real OpenMP jobs without counters (BENCHMARKS.md section 8c, 8d) their
+makespan was within the runs' spread of the best of linux, gang and tft.
+What it gives up: LCA's rule is no longer a guarantee (a pair it forbids
+runs when its members are measured faster together than in the pairs it
+allows: S apps that share one memory link, bwbound), and learning costs:
+trying each untried pair once at four jobs puts the defaults 0.002-0.005
+below LCA's pairs in the cells where those are best (bwbound 4 medium,
+4 high+N).  Without counters or OpenMP region counts no speed is learnt
+and the pairs follow LCA's rule (class hints; jobs without hints count as
+N, so they pair by age).
 
   Age = w1 * WT / (n * TQ) + w2 * CP + w3 * FP,   the paper's (w1, w2, w3) = (1, 1, 2)
 
@@ -70,7 +105,7 @@ Plan, every epoch:
      WT, then id (cosched.ageing.select).  K = parameter k, default auto
      (4 when four or more jobs are live, else 2; the paper leaves exactly
      four open: see cosched.ageing.k_default for why we take 4).
-     Weighted selection (select = weighted; not the default): when more
+     Weighted selection (select = weighted, the default): when more
      ready jobs than K * D wait, the K * D jobs are chosen as K * D / 2
      pairs at once (cosched.pairing.weighted) among the max(10, 2 K D)
      oldest: the pairs whose sum over both members of (max(age, 0) + 0.01)
@@ -88,7 +123,7 @@ Plan, every epoch:
      V = 0.01 per job for throughput); the queues here are not reflected at
      0 (a job ahead keeps its lead: with reflection the IQR of paper001 8
      high, seed 2, rose from 0.19 to 0.45, mean 1.327 -> 1.302).
-     Starvation: FOP's bound below does not cover this option; a waiting
+     Starvation: FOP's bound below does not cover it; a waiting
      job's age grows without bound and its claim with it (its speed counts
      at least 0.25), so it is chosen once it outweighs the others (a test:
      a job at a twentieth of its speed beside everyone waits at most a few
@@ -96,7 +131,7 @@ Plan, every epoch:
      (serve the configuration with the largest backlog-weighted rate), with
      the age as the backlog: what F-LCA's selection of the K oldest
      approximates without the rates.
-  Progress ageing (ageing = progress; not the default): the age is what the
+  Progress ageing (ageing = progress, the default): the age is what the
      job is owed, in quanta: the progress plain gang would have given it
      since it arrived (dt / n per interval dt, n live jobs) less the
      progress it made (its Progress, IPC_last / IPC_standalone with
@@ -109,14 +144,7 @@ Plan, every epoch:
      all the applications to progress at a similar pace") kept exactly.
      The ages `cosched status` shows are then owed / TQ (the wt, cp and fp
      terms beside them stay FOP's, for reference).
-     Measured (docs/eval/issue24.md, "Progress ageing and weighted
-     selection"; simulator, both model readings, two seeds): with
-     pairing = measured the two together are at or above tft's mean of mix
-     means in 15 of the 16 8-job cells (the miss: 0.002 below), with IQR
-     0.05-0.19 and, at medium and high contention, every job at 0.90 or
-     more of its gang throughput; at 4 jobs (n = K: no selection to make)
-     they are pairing = measured, which is up to 0.012 below LCA in two
-     bwbound cells.  Not the default until real mixes say so.
+     Measured: "The defaults and paper 001's policy" above.
   4. Pairing: gang-only selected jobs are units of their own (Sec. 6: "resort
      to gang scheduling for them"); the others, in age order, are paired
      by LCA Algorithm 1 (cosched.pairing.lca: N with S, then C, then N; C
@@ -159,19 +187,25 @@ Plan, every epoch:
      width again one run in 8 and whenever it uses it); the cores left are filled (pairing.fill_holes), and with holes =
      any those no compatible job takes go to waiting jobs of any class:
      never a core to nobody while a job waits frozen.
-  Measured pairing (pairing = measured; not the default: see
-     docs/eval/issue24.md): instead of LCA's rule, the selected jobs are
+  Measured pairing (pairing = measured, the default; docs/eval/issue24.md):
+     instead of LCA's rule, the selected jobs are
      paired to maximise the sum over both members of est[job][partner], a
      job's speed beside that partner job, learned from the steps the
      policy ran (each job's last step was beside the partner the previous
      plan gave it), smoothed (weight 0.3 per new sample); a pair measured
      fewer than `confidence` times counts as 1.5, above any folded speed,
-     so untried pairs are tried.  Pair completion then takes the oldest
+     so untried pairs are tried.  confidence = 1 (the default): one sample
+     decides, later ones refine it; 3 tried each pair three times before
+     trusting it, which cost 0.001-0.020 of the mean of mix means in each
+     of 44 simulated cells, 6 of them with 5 % counter noise
+     (docs/eval/issue24.md).  Pair completion then takes the oldest
      unselected job of any class.  The speed is the job's Progress from
      cosched.ageing's tracker (tr.fresh): IPC_last / IPC_standalone with
      counters, else its region throughput against its own best at that
-     width; a job without either learns nothing, and where no job has them
-     every pair stays untried: the pairing is by age order only.
+     width; a job without either learns nothing.  Until some job of the
+     run has given a speed (tr.fresh), the pairs follow LCA's rule: class
+     hints keep S away from C where nothing can be measured (no counters,
+     no OpenMP region counts), and jobs without hints (N) pair by age.
      Why per job and not per class pair: a class is a coarse summary of
      two behaviours (how much a job hurts, how much it suffers), and jobs
      of one class differ in both: in the simulator's paper 001 model
@@ -208,7 +242,8 @@ Plan, every epoch:
      the larger FP, so S-S rounds starved; issue #11).  Not continued: when
      a characterization is pending (its epochs are one quantum anyway) and
      with continue_epoch = no.
-Starvation freedom.  Let B = w2 + w3 (CP and FP are clamped to [0, 1], so
+Starvation freedom (ageing = fop, select = oldest: paper 001's F-LCA; for
+the defaults see "Starvation" in step 3).  Let B = w2 + w3 (CP and FP are clamped to [0, 1], so
 the two terms add at most B), w1 > 0, E the longest epoch and n the number
 of jobs (a fixed set of ready jobs, budget not empty).  (a) The oldest ready
 job runs every epoch (its round is first, and every selected job of a round
@@ -245,9 +280,10 @@ above holds (the oldest ready job is still selected every epoch).
 
 Cost (issue #4 asks for F-LCA's "O(log n)"): our decision is O(n log n) in
 the ready jobs: every epoch walks all of them (ages, characterization) and
-sorts them by age; K, D and the pairing add O(K D).  select = weighted adds
-O(n^2 log n) above 10 ready jobs (every pair scored and sorted), a fixed
-9,496 choices at most below.  A heap of ages would
+sorts them by age; K, D and the pairing add O(K D).  select = weighted (the
+default) takes the max(10, 2 K D) oldest in one pass (O(n)) and scores
+their pairs: at most 9,496 choices for 10, else every pair of them scored
+and sorted (O((K D)^2 log(K D))).  A heap of ages would
 not make it O(log n): every waiting job's WT, hence its age, changes every
 epoch.  BENCHMARKS.md section 5 has the measured times.
 Hierarchy and thread counts (paper 001 Sec. 6): cosched-policy(7), SHIPPED POLICIES.
@@ -273,15 +309,15 @@ Parameters (--policy-opt key=value):
                      CPU-bound process, against 1.05x both without them; no effect in the
                      simulator, whose halves are identical and whose jobs have counters;
                      BENCHMARKS.md section 8c)
-  pairing = lca      lca: Algorithm 1; measured: the pairs of the selected jobs that maximise the sum of
+  pairing = measured lca: Algorithm 1; measured: the pairs of the selected jobs that maximise the sum of
                      their measured speeds beside each other (pairing.match), learned per pair of
                      jobs ("Measured pairing" above)
-  confidence = 3     pairing = measured: samples before a pair's estimate is trusted
-  ageing = fop       fop: Age = w1 WT/(n TQ) + w2 CP + w3 FP; progress: what the job is owed
+  confidence = 1     pairing = measured: samples before a pair's estimate is trusted
+  ageing = progress  fop: Age = w1 WT/(n TQ) + w2 CP + w3 FP; progress: what the job is owed
                      against gang's progress (Progress ageing above)
-  select = oldest    oldest: the K oldest, then paired; weighted: pairs by age x measured
+  select = weighted  oldest: the K oldest, then paired; weighted: pairs by age x measured
                      speed when more than K jobs are ready (Weighted selection above)
-  w1 = 1, w2 = 1, w3 = 1   age weights (w1 > 0, w2, w3 >= 0; the paper's w3 is 2: see above)
+  w1 = 1, w2 = 1, w3 = 1   FOP's age weights, ageing = fop (w1 > 0, w2, w3 >= 0; the paper's w3 is 2: see above)
   pair_quanta = 2    quanta per round holding a pair (integer >= 1)
   split = auto       where halves are cut: auto, llc, numa, core, pu
   characterize = yes yes: cosched.characterize; no: class hints only (unknown = N)
@@ -307,6 +343,9 @@ local half_of = {}
 -- (its Progress: tr.fresh), smoothed; partner[id] = the partner the last
 -- plan gave the job (false: alone)
 local measured, confidence, est, partner
+-- heard: some job of the run has given a speed (tr.fresh); until then
+-- pairing = measured pairs by LCA's rule (nothing can be learnt yet)
+local heard
 -- ageing = progress: the ledger of what each job is owed (cosched.ageing.ledger);
 -- select = weighted: pairs by weighted measured speed (step 3 below)
 local ledger, weighted
@@ -432,7 +471,7 @@ end
 return {
   api = 1,
   name = "flca",
-  description = "F-LCA: each epoch the K oldest jobs (waiting, contention, folding), LCA-paired and folded (paper 001 Sec. 4.4)",
+  description = "F-LCA: each epoch K jobs folded in pairs, the most behind their gang share in the pairs measured best (paper 001 Sec. 4.4)",
   params = {
     k = { default = "auto", help = "jobs per epoch per island (LLC domain, split by NUMA node): auto (4 if 4 or more jobs, else 2) or an even integer >= 2" },
     cp_ref = { default = "nearest", help = "CP's reference: nearest (IPC_folded for a folded step: CP is contention only, folding counted once by FP) or standalone (IPC_last / IPC_standalone)" },
@@ -440,10 +479,10 @@ return {
     lone = { default = "any", help = "any: an S job left without a compatible partner takes the oldest job alone or unselected, of any class; alone: it runs alone" },
     departures = { default = "fill", help = "fill: a job leaving mid-epoch leaves its cores to the oldest compatible waiting job; keep: to its partner" },
     holes = { default = "any", help = "any: cores no compatible job fills go to any waiting job; compatible: they stay idle (LCA's rule first)" },
-    pairing = { default = "lca", help = "lca: paper 001's Algorithm 1; measured: pairs that maximise the jobs' measured speed beside each other, learned per pair of jobs (untried pairs tried first)" },
-    ageing = { default = "fop", help = "fop: paper 001's Age (waiting, contention, folding); progress: the progress gang would have given the job since it arrived less what it made (cosched.ageing.ledger)" },
-    select = { default = "oldest", help = "oldest: the K oldest jobs, then paired; weighted: the K / 2 pairs whose members' measured speeds beside each other, weighted by age, add up most (LCA's rule kept unless pairing = measured)" },
-    confidence = { default = 3, help = "pairing = measured: samples of a pair of jobs before its estimate is trusted" },
+    pairing = { default = "measured", help = "lca: paper 001's Algorithm 1; measured: pairs that maximise the jobs' measured speed beside each other, learned per pair of jobs (untried pairs tried first)" },
+    ageing = { default = "progress", help = "fop: paper 001's Age (waiting, contention, folding); progress: the progress gang would have given the job since it arrived less what it made (cosched.ageing.ledger)" },
+    select = { default = "weighted", help = "oldest: the K oldest jobs, then paired; weighted: the K / 2 pairs whose members' measured speeds beside each other, weighted by age, add up most (LCA's rule kept unless pairing = measured)" },
+    confidence = { default = 1, help = "pairing = measured: samples of a pair of jobs before its estimate is trusted" },
     region_progress = { default = "yes", help = "yes: without counters, CP from the job's OpenMP region throughput (regions per second against its own best of late) where its last step completed 8 or more regions, else from CPU time; no: CPU time only" },
     cpu_progress = { default = "yes", help = "yes: without counters, CP from CPU time, a job's CPU per core held against its own best of late (another process on its cores slows it); no: CP = 0 without counters" },
     halves = { default = "alternate", help = "alternate: a pair's member that had the second half of its cores last time gets the first; fixed: the older member first" },
@@ -502,7 +541,7 @@ return {
     used_threads = choice("threads", "used", "declared") and ageing.busy_threads() or nil
     measured = choice("pairing", "measured", "lca")
     confidence = number(params, "confidence", 1)
-    est, partner = {}, {}
+    est, partner, heard = {}, {}, false
     ledger = choice("ageing", "progress", "fop") and ageing.ledger() or nil
     weighted = choice("select", "weighted", "oldest")
   end,
@@ -513,6 +552,9 @@ return {
     if measured or weighted then
       learn(snap)
     end
+    heard = heard or next(tr.fresh) ~= nil
+    -- measured pairing once a speed has been heard of, LCA's rule before
+    local by_speed = measured and heard
     if ledger then ledger:observe(snap, tr.fresh, tr.signal) end
     if used_threads then used_threads:observe(snap) end
     local n, tq = #snap.jobs, snap.quantum
@@ -533,18 +575,15 @@ return {
         local D = pairing.domains(snap, ctx.budget)
         local K = (k_param or ageing.k_default(n)) * D
         local sel, chosen = nil, nil
-        local order = weighted and age_order(st)
-        if weighted and #order > K and not order[1].gang then
+        local oldest = weighted and #entries > K and ageing.top(entries, 1)[1]
+        if oldest and not oldest.gang then
           -- select = weighted (more ready jobs than K: a choice to make):
           -- the K jobs in K / 2 pairs whose members' measured speeds beside
           -- each other, weighted by age, add up most
-          -- among the max(10, 2 K) oldest
-          local cand = {}
-          for _, e in ipairs(order) do
-            if not e.gang then cand[#cand + 1] = e end
-            if #cand >= math.max(10, 2 * K) then break end
-          end
-          local function ok(a, b) return measured or pairing.compatible(a.class, b.class) end
+          -- among the max(10, 2 K) oldest that are not gang-only (a
+          -- one-pass selection, not a sort of every ready job)
+          local cand = ageing.top(entries, math.max(10, 2 * K), function(e) return e.gang end)
+          local function ok(a, b) return by_speed or pairing.compatible(a.class, b.class) end
           chosen = pairing.weighted(cand, K // 2, weighted_score, ok)
           sel = {}
           for _, u in ipairs(chosen) do sel[#sel + 1], sel[#sel + 2] = u[1], u[2] end
@@ -562,17 +601,17 @@ return {
             foldable[#foldable + 1] = e
           end
         end
-        local lunits = chosen or (measured and pairing.match(foldable, pair_score) or pairing.lca(foldable))
+        local lunits = chosen or (by_speed and pairing.match(foldable, pair_score) or pairing.lca(foldable))
         if complete and #sel < #entries and not chosen then
           for _, u in ipairs(lunits) do
-            if not u[2] then pairing.complete(lunits, age_order(st), member, measured or nil) break end
+            if not u[2] then pairing.complete(lunits, age_order(st), member, by_speed or nil) break end
           end
         end
         -- a leftover that cannot use a whole group (class S: it does not
         -- scale) and found no compatible partner takes the oldest job still
         -- alone or unselected, whatever its class (lone = any): a lone S job
         -- would leave half its cores idle in effect while that job waits
-        if lone_any and not measured and not chosen then pairing.pair_lone(lunits, age_order(st), member) end
+        if lone_any and not by_speed and not chosen then pairing.pair_lone(lunits, age_order(st), member) end
         -- a pair's member that had the second half last time gets the first
         -- (halves = alternate): halves differ on a real node (another
         -- process on one core, SMT siblings), and a job always second would

@@ -225,8 +225,17 @@ end
 
 -- NAME on classes only (characterize = no) over classes_node(CORES, LLCS,
 -- CLASSES): the policy, its params and the node
-local function hinted(name, cores, llcs, classes)
-  local p, params = load_policy(name, { characterize = "no" })
+-- paper 001's F-LCA: FOP's ages, the K oldest, LCA's pairs (flca's defaults
+-- learn the pairs and age by the progress owed); with(PAPER, { k = v }) adds keys
+local PAPER = { ageing = "fop", select = "oldest", pairing = "lca" }
+local function with(a, b)
+  local t = {}
+  for k, v in pairs(a) do t[k] = v end
+  for k, v in pairs(b or {}) do t[k] = v end
+  return t
+end
+local function hinted(name, cores, llcs, classes, opts)
+  local p, params = load_policy(name, with({ characterize = "no" }, opts))
   return p, params, classes_node(cores, llcs, classes)
 end
 
@@ -279,8 +288,8 @@ local function ids_of(step)
   table.sort(l)
   return table.concat(l, ",")
 end
-check("flca, 6 jobs, one LLC: K = 4, two steps of 2 quanta, LCA pairs of the 4 oldest, folded", function()
-  local p, params, node = hinted("flca", 8, 1, { "S", "C", "N", "C", "S", "N" })
+check("flca (paper's), 6 jobs, one LLC: K = 4, two steps of 2 quanta, LCA pairs of the 4 oldest, folded", function()
+  local p, params, node = hinted("flca", 8, 1, { "S", "C", "N", "C", "S", "N" }, PAPER)
   local ran, plan = run_epoch(node, p, params)
   if #plan ~= 2 then return false, "steps " .. #plan end
   -- the 4 oldest (all age 0: by id) are 1 S, 2 C, 3 N, 4 C: N with S -> (3,1), C with C -> (2,4)
@@ -299,15 +308,15 @@ check("flca: next epoch the jobs that waited (5, 6) come first", function()
   for _, r in ipairs(ran) do for _, id in ipairs(r) do all[id] = true end end
   return all[5] and all[6]
 end)
-check("flca complete = no: 3 jobs, K = 2: the oldest S and C are never paired: two steps of one quantum, each alone", function()
-  local p, params = load_policy("flca", { characterize = "no", complete = "no", lone = "alone" })
+check("flca (paper's) complete = no: 3 jobs, K = 2: the oldest S and C are never paired: two steps of one quantum, each alone", function()
+  local p, params = load_policy("flca", with(PAPER, { characterize = "no", complete = "no", lone = "alone" }))
   local node = classes_node(8, 1, { "S", "C", "N" })
   local ran, plan = run_epoch(node, p, params)
   return #plan == 2 and #ran[1] == 1 and #ran[2] == 1 and near(plan[1].duration, 0.1)
      and #plan[1].jobs[1].cpus == 8
 end)
-check("flca: pair completion: 3 jobs {S,C,N}, K = 2: the leftover S takes the unselected N, folded; the C alone", function()
-  local p, params, node = hinted("flca", 8, 1, { "S", "C", "N" })
+check("flca (paper's): pair completion: 3 jobs {S,C,N}, K = 2: the leftover S takes the unselected N, folded; the C alone", function()
+  local p, params, node = hinted("flca", 8, 1, { "S", "C", "N" }, PAPER)
   local ran, plan = run_epoch(node, p, params)
   if #plan ~= 2 then return false, "steps " .. #plan end
   local got = ids_of(plan[1]) .. " " .. ids_of(plan[2])
@@ -315,13 +324,13 @@ check("flca: pair completion: 3 jobs {S,C,N}, K = 2: the leftover S takes the un
      and #plan[2].jobs[1].cpus == 8, got
 end)
 -- flca's first epoch (no characterization) on an 8-core, 1-LLC node of jobs
--- of these classes (ids 1, 2, ... in order), once per value of parameter
+-- of these classes (ids 1, 2, ... in order), paper 001's flca (PAPER), once per value of parameter
 -- key: value -> the epoch's steps as their job ids, joined by " " in plan
 -- order (sorted first when sorted)
 local function flca_steps_by(key, values, classes, sorted)
   local got = {}
   for _, v in ipairs(values) do
-    local p, params = load_policy("flca", { characterize = "no", [key] = v })
+    local p, params = load_policy("flca", with(PAPER, { characterize = "no", [key] = v }))
     local _, plan = run_epoch(classes_node(8, 1, classes), p, params)
     local steps = {}
     for _, st in ipairs(plan) do steps[#steps + 1] = ids_of(st) end
@@ -330,7 +339,7 @@ local function flca_steps_by(key, values, classes, sorted)
   end
   return got
 end
-check("flca: pair completion takes the oldest compatible job, never S with C: {S,C,S,S,C,C}, K = 4 (lone = alone)", function()
+check("flca (paper's): pair completion takes the oldest compatible job, never S with C: {S,C,S,S,C,C}, K = 4 (lone = alone)", function()
   -- the 4 oldest 1 S, 2 C, 3 S, 4 S: (1,3) then leftovers C 2 and S 4; 2 takes
   -- C 5 (the oldest unselected C), 4 finds no S left and runs alone; with
   -- lone = any (the default) it folds beside C 6 instead
@@ -353,11 +362,30 @@ check("match: maximum-weight pairs, exhaustive: S with C when that scores best; 
   end
   return got == "(1,3)(2,4)" and odd == "(1)(2,3)" and nb == 6, got .. " " .. odd .. " " .. nb
 end)
-check("flca pairing = measured: untried class pairs are tried (S with C), which lca never does", function()
-  local got = flca_steps_by("pairing", { "measured", "lca" }, { "S", "C", "S", "C" })
-  return got.measured == "1,2 3,4" and got.lca == "1,3 2,4", got.measured .. " / " .. got.lca
+check("flca pairing = measured: LCA's pairs until a job has given a speed, then untried class pairs are tried (S with C)", function()
+  -- {S,C,S,C} hinted, no counters: without region counts nothing can be
+  -- measured and the hints keep S from C; with them (the shim's counts,
+  -- from the second epoch on) S-C pairs are tried, which lca never does
+  local function pairs_seen(pairing_, regions)
+    local p, params = load_policy("flca", { characterize = "no", pairing = pairing_ })
+    local node = fake.node { cores = 8, quantum = 0.1 }
+    for _, c in ipairs { "S", "C", "S", "C" } do
+      node:add { class = c, regions = regions and function() return 100 end or nil }
+    end
+    local sc = 0
+    for _ = 1, 4 do
+      local _, plan = run_epoch(node, p, params)
+      for _, st in ipairs(plan) do
+        local ids = ids_of(st)
+        if ids == "1,2" or ids == "1,4" or ids == "2,3" or ids == "3,4" then sc = sc + 1 end
+      end
+    end
+    return sc
+  end
+  local quiet, heard, lca = pairs_seen("measured", false), pairs_seen("measured", true), pairs_seen("lca", true)
+  return quiet == 0 and heard > 0 and lca == 0, quiet .. " " .. heard .. " " .. lca
 end)
-check("flca lone = any: n = K = 4 {S,S,C,N}: the S that LCA leaves alone folds beside the lone C (alone: both alone, unfolded)", function()
+check("flca (paper's) lone = any: n = K = 4 {S,S,C,N}: the S that LCA leaves alone folds beside the lone C (alone: both alone, unfolded)", function()
   local got = flca_steps_by("lone", { "any", "alone" }, { "S", "S", "C", "N" }, true)
   return got.any == "1,4 2,3" and got.alone == "1,4 2 3", got.any .. " / " .. got.alone
 end)
@@ -366,8 +394,8 @@ check("flca: 3 jobs {N,S,C}, K = 2: the N and the S folded, one step of two quan
   local ran, plan = run_epoch(node, p, params)
   return #plan == 1 and #ran[1] == 2 and near(plan[1].duration, 0.2) and #plan[1].jobs[1].cpus == 4
 end)
-check("flca: 4 jobs {S,C,S,C}: K = 4 (four or more jobs), S with S and C with C, both pairs every epoch", function()
-  local p, params, node = hinted("flca", 8, 1, { "S", "C", "S", "C" })
+check("flca (paper's): 4 jobs {S,C,S,C}: K = 4 (four or more jobs), S with S and C with C, both pairs every epoch", function()
+  local p, params, node = hinted("flca", 8, 1, { "S", "C", "S", "C" }, PAPER)
   local _, plan = run_epoch(node, p, params)
   if #plan ~= 2 then return false, "steps " .. #plan end
   local got = ids_of(plan[1]) .. " " .. ids_of(plan[2])
@@ -397,8 +425,8 @@ check("flca: an epoch cut by a restart is continued: the round in progress for i
   return same and near(plan2[1].duration, 0.15) and near(plan2[2].duration, 0.2),
     ("%s/%s %s/%s d=%s"):format(ids_of(plan[1]), ids_of(plan2[1]), ids_of(plan[2]), ids_of(plan2[2]), plan2[1].duration)
 end)
-check("flca: continue_epoch = no selects anew at the cut (the old behaviour)", function()
-  local p, params = load_policy("flca", { characterize = "no", continue_epoch = "no" })
+check("flca (paper's): continue_epoch = no selects anew at the cut (the old behaviour)", function()
+  local p, params = load_policy("flca", with(PAPER, { characterize = "no", continue_epoch = "no" }))
   local node = classes_node(8, 1, { "S", "C", "N", "C", "S", "N" })
   local plan, plan2 = cut_epoch(node, p, params, 0.05)
   -- a new selection of the 4 oldest: 2, 4, 5, 6 (1 and 3 just ran), which
@@ -408,8 +436,8 @@ check("flca: continue_epoch = no selects anew at the cut (the old behaviour)", f
   local got = table.concat(all, " ")
   return got == "2,4 5,6", ids_of(plan[1]) .. " then " .. got
 end)
-check("flca departures = fill: a job that leaves mid-epoch leaves its half to the oldest compatible waiting job", function()
-  local p, params, node = hinted("flca", 8, 1, { "S", "C", "N", "C", "S", "N" })
+check("flca (paper's) departures = fill: a job that leaves mid-epoch leaves its half to the oldest compatible waiting job", function()
+  local p, params, node = hinted("flca", 8, 1, { "S", "C", "N", "C", "S", "N" }, PAPER)
   -- first round (1 S, 3 N): 3 leaves; 1 takes 5, the oldest S not in the epoch
   local plan, plan2 = cut_epoch(node, p, params, 0.05, function() node:remove(3) end)
   local left = plan2[1].jobs
@@ -693,7 +721,7 @@ local function hurting_pair_node(n)
   for _ = 3, n do node:add { class = "S", ipc = 0.6, bw = BW } end
   return node
 end
-check("flca pairing = measured, with counters: learnt per pair of jobs, not per class: the two jobs that slow each other are kept apart", function()
+check("flca pairing = measured (the default), with counters: learnt per pair of jobs, not per class: the two jobs that slow each other are kept apart", function()
   -- four jobs of one class, characterized from the counters (one S-S
   -- estimate would tell no pair from another): 1 and 2 run at 3/4 speed
   -- beside each other, at full speed beside 3 or 4.  Learnt, 1 and 2 never
@@ -712,8 +740,9 @@ check("flca pairing = measured, with counters: learnt per pair of jobs, not per 
     end
     return n
   end
-  local m, l = together("measured"), together("lca")
-  return m == 0 and l >= 5, m .. " " .. l
+  -- and the defaults (select = weighted, ageing = progress) learn them too
+  local m, l, d = together("measured"), together("lca"), together(nil)
+  return m == 0 and l >= 5 and d == 0, m .. " " .. l .. " " .. d
 end)
 check("pairing.weighted: as many pairs as possible, then LCA-compatible ones, then the best score; greedy above 10", function()
   local l = entries { "S", "S", "C", "C", "N" }
@@ -734,6 +763,48 @@ check("pairing.weighted: as many pairs as possible, then LCA-compatible ones, th
   end
   return two == "(1,2)(3,5)" and one == "(1,5)" and forced == "(1,2)(3,4)" and gok,
     two .. " " .. one .. " " .. forced .. " " .. fmt_units(g)
+end)
+check("pairing.weighted above 10 jobs: the same pairs as walking every pair sorted by (ok, score), ties by position (random lists with ties)", function()
+  -- the reference: every pair sorted, each taken when both members are free
+  local function reference(list, npairs, score, ok)
+    local n, c = #list, {}
+    for i = 1, n do
+      for j = i + 1, n do c[#c + 1] = { i, j, ok(list[i], list[j]) and 1 or 0, score(list[i], list[j]) } end
+    end
+    table.sort(c, function(a, b)
+      if a[3] ~= b[3] then return a[3] > b[3] end
+      if a[4] ~= b[4] then return a[4] > b[4] end
+      if a[1] ~= b[1] then return a[1] < b[1] end
+      return a[2] < b[2]
+    end)
+    local used, units = {}, {}
+    for _, x in ipairs(c) do
+      if #units >= npairs then break end
+      if not used[x[1]] and not used[x[2]] then
+        used[x[1]], used[x[2]] = true, true
+        units[#units + 1] = { list[x[1]], list[x[2]] }
+      end
+    end
+    return units
+  end
+  math.randomseed(24)
+  for round = 1, 300 do
+    local n = math.random(11, 40)
+    local cls = {}
+    for i = 1, n do cls[i] = CL[math.random(1, 3)] end
+    local l = entries(cls)
+    local sc = {}
+    local function score(a, b)
+      local k = math.min(a.id, b.id) * 1000 + math.max(a.id, b.id)
+      sc[k] = sc[k] or math.random(0, 4) / 4          -- few values: many ties
+      return sc[k]
+    end
+    local ok = function(a, b) return pairing.compatible(a.class, b.class) end
+    local np = math.random(1, n // 2)
+    local got, want = fmt_units(pairing.weighted(l, np, score, ok)), fmt_units(reference(l, np, score, ok))
+    if got ~= want then return false, ("round %d, n %d, %d pairs: %s against %s"):format(round, n, np, got, want) end
+  end
+  return true
 end)
 check("ageing.ledger: owed = gang's share since arrival less progress (speed x CPU / cores), new jobs level with the least owed, speed at least 0.25", function()
   local lg = ageing.ledger()
@@ -776,8 +847,8 @@ check("flca select = weighted (ageing = progress): more jobs than K, the two tha
     for id = 1, 6 do starved = starved or (last[id] or 0) < 76 end
     return n, starved
   end
-  local w, ws = run { ageing = "progress", select = "weighted" }
-  local o = run {}
+  local w, ws = run { ageing = "progress", select = "weighted", pairing = "lca" }
+  local o = run { ageing = "fop", select = "oldest", pairing = "lca" }
   return w * 5 <= o and o >= 10 and not ws, w .. " " .. tostring(ws) .. " " .. o
 end)
 check("flca select = weighted: a job slow beside every partner still runs (ageing = progress and fop)", function()
