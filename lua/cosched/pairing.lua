@@ -207,23 +207,10 @@ function M.match(list, score)
   local n = #list
   if n <= 1 then return n == 1 and { { list[1] } } or {} end
   if n > 10 then
-    local cand = {}
-    for i = 1, n do
-      for j = i + 1, n do cand[#cand + 1] = { i, j, score(list[i], list[j]) } end
-    end
-    table.sort(cand, function(a, b)
-      if a[3] ~= b[3] then return a[3] > b[3] end
-      if a[1] ~= b[1] then return a[1] < b[1] end
-      return a[2] < b[2]
-    end)
-    local used, units = {}, {}
-    for _, c in ipairs(cand) do
-      if not used[c[1]] and not used[c[2]] then
-        used[c[1]], used[c[2]] = true, true
-        units[#units + 1] = { list[c[1]], list[c[2]] }
-      end
-    end
-    for i = 1, n do if not used[i] then units[#units + 1] = { list[i] } end end
+    -- greedy: weighted's, every pair allowed, then the one left alone
+    local units, used = M.weighted(list, n // 2, score, function() return true end), {}
+    for _, u in ipairs(units) do used[u[1]], used[u[2]] = true, true end
+    for _, e in ipairs(list) do if not used[e] then units[#units + 1] = { e } end end
     return units
   end
   local best, bestv, cur, used = nil, -math.huge, {}, {}
