@@ -173,7 +173,7 @@ end
 -- (only the node engine reads it).  cp_of(id), fp_of(id): the unweighted
 -- penalties the ages were computed with (nil: 0); signal_of(id): what CP was
 -- measured from ("ipc", "regions", "cpu"; nil: not measured), the job's "signal".
-function M.explain(snap, ctx, entries, steps, n, tq, w, cp_of, fp_of, signal_of)
+function M.explain(snap, ctx, entries, steps, n, tq, w, cp_of, fp_of, signal_of, owed_of)
   if not snap.explain then return nil end
   w = w or M.defaults
   local runs, info = {}, {}
@@ -193,6 +193,7 @@ function M.explain(snap, ctx, entries, steps, n, tq, w, cp_of, fp_of, signal_of)
       fp = w.w3 * ((fp_of and fp_of(x.id)) or 0),
       selected = runs[x.id] or false,
       signal = signal_of and signal_of(x.id) or nil,
+      owed = owed_of and owed_of(x.id) or nil,
     }
   end
   return info

@@ -690,6 +690,8 @@ return {
     local plan_steps, results = src:finish(ctx, snap, steps)
     return plan_steps, results,
       ageing.explain(snap, ctx, entries, plan_steps, n, tq, W, function(id) return tr:cp(id) end, function(id) return ageing.fp(ctx.info[id].fp) end,
-      function(id) return tr.signal[id] end)
+      function(id) return tr.signal[id] end,
+      -- ageing = progress: the age is what the job is owed, in quanta
+      ledger and ledger.now and function(id) return (ledger.owed[id] or 0) / tq end or nil)
   end,
 }

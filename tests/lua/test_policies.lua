@@ -680,6 +680,27 @@ check("flca: the trace's signal says regions for a job whose CP came from them",
   return info[1].signal == "regions" and info[2].signal == "cpu",
     tostring(info[1].signal) .. " " .. tostring(info[2].signal)
 end)
+check("flca explains its ages: owed (ageing = progress, the default) is the age; with ageing = fop the age is wt + cp + fp and nothing is owed", function()
+  local function last_info(opts)
+    local p, params = load_policy("flca", opts)
+    local node = fake.node { cores = 2 }
+    for _ = 1, 3 do node:add { threads = 2 } end
+    local info
+    for _ = 1, 4 do
+      local snap = node:snapshot(params)
+      local steps, _, i = p.plan(setmetatable({ explain = true }, { __index = snap }))
+      node:run(steps)
+      info = i
+    end
+    return info
+  end
+  local d, f = last_info { characterize = "no" }, last_info { characterize = "no", ageing = "fop" }
+  for id = 1, 3 do
+    if not (d[id].owed and math.abs(d[id].age - d[id].owed) < 1e-9) then return false, "default job " .. id end
+    if f[id].owed or math.abs(f[id].age - (f[id].wt + f[id].cp + f[id].fp)) > 1e-9 then return false, "fop job " .. id end
+  end
+  return true
+end)
 check("flca pairing = measured: without counters, learnt from region throughput per job: streams beside compute kernels", function()
   -- jobs 1, 2 stream (350 regions/s beside a stream, 445 beside anything
   -- else), 3, 4 compute (1000/s whatever): no classes, no counters.  Learnt,
