@@ -46,8 +46,9 @@ complete(units, order, taken [, any]) -> units
     leftover) takes the first entry y of order (candidates in the policy's
     order of preference: the oldest first) that is not taken (taken[id]),
     not gang-only (y.gang) and compatible with x; y is then taken.  A
-    leftover with no such candidate stays alone (any: every class is
-    compatible, for measured pairing).  The leftovers choose in
+    leftover with no such candidate stays alone (any = true: every class is
+    compatible; a function(x, y): whether x and y may pair, for measured
+    pairing).  The leftovers choose in
     order's order (the oldest first).  In place; O(units + order x leftovers).
 
 pair_lone(units, order, taken) -> units
@@ -338,7 +339,8 @@ function M.complete(units, order, taken, any)
     while order[from] and taken[order[from].id] do from = from + 1 end
     for i = from, #order do
       local y = order[i]
-      if not taken[y.id] and not y.gang and (any or M.compatible(x.class, y.class)) then
+      if not taken[y.id] and not y.gang
+         and (type(any) == "function" and any(x, y) or any == true or M.compatible(x.class, y.class)) then
         u[2] = y
         taken[y.id] = true
         break
@@ -1004,7 +1006,7 @@ whole run (Sec. 5: "a pair exhibiting high contention, once created by these
 schedulers, is used for the entire execution"); unfolded (lbb, llcmrb), pairs
 double the threads per core: jobs that do not scale are better folded (flbb,
 fllcmrb); folded, S-C pairs still thrash the cache (use flca, which pairs by
-class and ages). ]==]
+measured speed, or class, and ages). ]==]
 function M.balance_policy(spec)
   local src, plan
   return {

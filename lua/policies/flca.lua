@@ -9,7 +9,9 @@ memory hierarchies).
 
 The defaults and paper 001's policy.  Paper 001's F-LCA ages every job by
 FOP's Age (below), selects the K oldest and pairs them by LCA's class rule
-(never S beside C); with this file's other defaults that policy is
+(S not beside C; our lone = any and holes = any, below, relax it for a
+lone S job and for spare cores); with this file's other defaults that
+policy is
 
   --policy flca:ageing=fop:select=oldest:pairing=lca
 
@@ -23,7 +25,9 @@ measurement instead of from the classes:
                       ("Weighted selection", step 3);
   pairing = measured  the pairs that maximise the jobs' measured speeds
                       beside each other, learnt per pair of jobs, trusted
-                      after one sample (confidence = 1; "Measured pairing").
+                      after one sample (confidence = 1; "Measured pairing");
+                      a pair LCA forbids only when one of its members has
+                      given a speed.
 Measured (EVALUATION.md, "A second seed"; docs/eval/issue24.md, "The
 defaults"): in the simulator, both model readings (paper001, bwbound) and
 paper 004's matrix, two seeds, 44 cells, the defaults' mean of mix means
@@ -40,7 +44,9 @@ trying each untried pair once at four jobs puts the defaults 0.002-0.005
 below LCA's pairs in the cells where those are best (bwbound 4 medium,
 4 high+N).  Without counters or OpenMP region counts no speed is learnt
 and the pairs follow LCA's rule (class hints; jobs without hints count as
-N, so they pair by age).
+N, so they pair by age).  The region counts are the job's own word: a job
+can choose its partner by them (cosched-policy(7), region counts; a site
+that does not trust its jobs sets region_progress = no or pairing = lca).
 
   Age = w1 * WT / (n * TQ) + w2 * CP + w3 * FP,   the paper's (w1, w2, w3) = (1, 1, 2)
 
@@ -202,10 +208,14 @@ Plan, every epoch:
      unselected job of any class.  The speed is the job's Progress from
      cosched.ageing's tracker (tr.fresh): IPC_last / IPC_standalone with
      counters, else its region throughput against its own best at that
-     width; a job without either learns nothing.  Until some job of the
-     run has given a speed (tr.fresh), the pairs follow LCA's rule: class
+     width; a job without either learns nothing.  A pair LCA forbids runs
+     only when one of its members has given a speed (spoke: tr.fresh, for
+     the live job): while no ready job has, the pairing is LCA's, and class
      hints keep S away from C where nothing can be measured (no counters,
-     no OpenMP region counts), and jobs without hints (N) pair by age.
+     no OpenMP region counts; jobs without hints, N, pair by age); once
+     some have, such a silent pair scores FORBIDDEN below any other.  A
+     job that ran only as a filler of residual cores in its last step, or
+     alone, learns nothing from it.
      Why per job and not per class pair: a class is a coarse summary of
      two behaviours (how much a job hurts, how much it suffers), and jobs
      of one class differ in both: in the simulator's paper 001 model
@@ -343,9 +353,11 @@ local half_of = {}
 -- (its Progress: tr.fresh), smoothed; partner[id] = the partner the last
 -- plan gave the job (false: alone)
 local measured, confidence, est, partner
--- heard: some job of the run has given a speed (tr.fresh); until then
--- pairing = measured pairs by LCA's rule (nothing can be learnt yet)
-local heard
+-- spoke[id]: the live job has given a speed (tr.fresh) at least once.  With
+-- pairing = measured, a pair LCA forbids may run only when one of its members
+-- has spoken (something can be learnt of it); while no ready job has, the
+-- pairing is LCA's
+local spoke
 -- ageing = progress: the ledger of what each job is owed (cosched.ageing.ledger);
 -- select = weighted: pairs by weighted measured speed (step 3 below)
 local ledger, weighted
@@ -363,14 +375,18 @@ local function learn(snap)
       else e.v, e.n = e.v + ALPHA * (rel - e.v), e.n + 1 end
     end
   end
-  -- forget the estimates of and about jobs that left
+  for id in pairs(tr.fresh) do spoke[id] = true end
+  -- forget the estimates of and about jobs that left, their partners and
+  -- whether they spoke
   local live, gone = {}, nil
   for _, job in ipairs(snap.jobs) do live[job.id] = true end
-  for id in pairs(est) do
-    if not live[id] then gone = gone or {}; gone[#gone + 1] = id end
+  for _, t in ipairs { est, partner, spoke } do
+    for id in pairs(t) do
+      if not live[id] then gone = gone or {}; gone[#gone + 1] = id end
+    end
   end
   if gone then
-    for _, id in ipairs(gone) do est[id], partner[id] = nil, nil end
+    for _, id in ipairs(gone) do est[id], partner[id], spoke[id] = nil, nil, nil end
     for _, row in pairs(est) do
       for _, id in ipairs(gone) do row[id] = nil end
     end
@@ -383,8 +399,19 @@ local function value(a, b)
   return e.v
 end
 
+-- may x and y (entries, or { class =, id = }) share a pair: LCA's rule, or,
+-- with by_speed (measured pairing, some ready job has spoken), any pair one
+-- of whose members has spoken
+local function allowed(x, y, by_speed)
+  return pairing.compatible(x.class, y.class) or (by_speed and (spoke[x.id] or spoke[y.id])) or false
+end
+
+-- measured pairing's score; a pair LCA forbids whose members have both
+-- stayed silent scores FORBIDDEN below any other, so it runs only where no
+-- other matching exists
+local FORBIDDEN = 100
 local function pair_score(x, y)
-  return value(x.id, y.id) + value(y.id, x.id)
+  return value(x.id, y.id) + value(y.id, x.id) - (allowed(x, y, true) and 0 or FORBIDDEN)
 end
 
 -- select = weighted: each member's speed beside the other (at least
@@ -430,7 +457,8 @@ local function rest_of_epoch(snap, ctx, st)
           if ctx.byid[id] then keep[#keep + 1] = id end
         end
         if #keep == 1 and #u == 2 and depart_fill and not r.gang then
-          local x, here = ctx.info[keep[1]], {}
+          local info, here = ctx.info[keep[1]], {}
+          local x = info and { class = info.class, id = keep[1] }
           for _, v in ipairs(r.units) do
             for _, id in ipairs(v) do here[id] = true end
           end
@@ -439,7 +467,7 @@ local function rest_of_epoch(snap, ctx, st)
           for pass = 1, 2 do
             for _, y in ipairs(age_order(st)) do
               if not here[y.id] and (pass == 2 or not ep.member[y.id]) and not y.gang and x
-                 and pairing.compatible(x.class, y.class) then
+                 and allowed(x, y, st.by_speed) then
                 ep.member[y.id] = true
                 keep[2] = y.id
                 u[1], u[2] = keep[1], y.id
@@ -481,7 +509,7 @@ return {
     holes = { default = "any", help = "any: cores no compatible job fills go to any waiting job; compatible: they stay idle (LCA's rule first)" },
     pairing = { default = "measured", help = "lca: paper 001's Algorithm 1; measured: pairs that maximise the jobs' measured speed beside each other, learned per pair of jobs (untried pairs tried first)" },
     ageing = { default = "progress", help = "fop: paper 001's Age (waiting, contention, folding); progress: the progress gang would have given the job since it arrived less what it made (cosched.ageing.ledger)" },
-    select = { default = "weighted", help = "oldest: the K oldest jobs, then paired; weighted: the K / 2 pairs whose members' measured speeds beside each other, weighted by age, add up most (LCA's rule kept unless pairing = measured)" },
+    select = { default = "weighted", help = "oldest: the K oldest jobs, then paired; weighted: the K / 2 pairs whose members' measured speeds beside each other, weighted by age, add up most (LCA's rule kept unless pairing = measured and one of the pair has given a speed)" },
     confidence = { default = 1, help = "pairing = measured: samples of a pair of jobs before its estimate is trusted" },
     region_progress = { default = "yes", help = "yes: without counters, CP from the job's OpenMP region throughput (regions per second against its own best of late) where its last step completed 8 or more regions, else from CPU time; no: CPU time only" },
     cpu_progress = { default = "yes", help = "yes: without counters, CP from CPU time, a job's CPU per core held against its own best of late (another process on its cores slows it); no: CP = 0 without counters" },
@@ -541,7 +569,7 @@ return {
     used_threads = choice("threads", "used", "declared") and ageing.busy_threads() or nil
     measured = choice("pairing", "measured", "lca")
     confidence = number(params, "confidence", 1)
-    est, partner, heard = {}, {}, false
+    est, partner, spoke = {}, {}, {}
     ledger = choice("ageing", "progress", "fop") and ageing.ledger() or nil
     weighted = choice("select", "weighted", "oldest")
   end,
@@ -552,9 +580,6 @@ return {
     if measured or weighted then
       learn(snap)
     end
-    heard = heard or next(tr.fresh) ~= nil
-    -- measured pairing once a speed has been heard of, LCA's rule before
-    local by_speed = measured and heard
     if ledger then ledger:observe(snap, tr.fresh, tr.signal) end
     if used_threads then used_threads:observe(snap) end
     local n, tq = #snap.jobs, snap.quantum
@@ -562,7 +587,14 @@ return {
     if ledger and ledger.now then   -- no clock (no snap.now): FOP's ages
       for _, e in ipairs(entries) do e.age = (ledger.owed[e.id] or 0) / tq end
     end
-    local st = { entries = entries }
+    -- measured pairing once a ready job has given a speed, LCA's rule before
+    local by_speed = false
+    if measured then
+      for _, e in ipairs(entries) do
+        if spoke[e.id] then by_speed = true break end
+      end
+    end
+    local st = { entries = entries, by_speed = by_speed }
     local steps = {}
     if #entries > 0 and #ctx.budget > 0 then
       -- residual cores: the ready jobs in age order (pairing.fill_holes),
@@ -583,7 +615,7 @@ return {
           -- among the max(10, 2 K) oldest that are not gang-only (a
           -- one-pass selection, not a sort of every ready job)
           local cand = ageing.top(entries, math.max(10, 2 * K), function(e) return e.gang end)
-          local function ok(a, b) return by_speed or pairing.compatible(a.class, b.class) end
+          local function ok(a, b) return allowed(a, b, by_speed) end
           chosen = pairing.weighted(cand, K // 2, weighted_score, ok)
           sel = {}
           for _, u in ipairs(chosen) do sel[#sel + 1], sel[#sel + 2] = u[1], u[2] end
@@ -604,7 +636,10 @@ return {
         local lunits = chosen or (by_speed and pairing.match(foldable, pair_score) or pairing.lca(foldable))
         if complete and #sel < #entries and not chosen then
           for _, u in ipairs(lunits) do
-            if not u[2] then pairing.complete(lunits, age_order(st), member, by_speed or nil) break end
+            if not u[2] then
+              pairing.complete(lunits, age_order(st), member, by_speed and function(a, b) return allowed(a, b, true) end or nil)
+              break
+            end
           end
         end
         -- a leftover that cannot use a whole group (class S: it does not
@@ -672,17 +707,19 @@ return {
         end
         epoch = (not ctx.pending) and { t0 = snap.now, rounds = rounds, member = member } or nil
       end
-      if measured or weighted then
-        for _, r in ipairs(rounds) do
-          for _, u in ipairs(r.units) do
-            partner[u[1]] = u[2] or false
-            if u[2] then partner[u[2]] = u[1] end
-          end
-        end
-      end
       for _, r in ipairs(rounds) do
         local jobs, shared = pairing.place(snap, r.units, ctx.budget, true, split, not r.gang and fill or nil)
         steps[#steps + 1] = { duration = r.dur, jobs = jobs, shared = shared or nil }
+        -- each job's partner in the last step it runs in: its unit's other
+        -- member; alone, or a filler of residual cores (pairing.fill_holes):
+        -- false, nothing learnt
+        if measured or weighted then
+          local mate = {}
+          for _, u in ipairs(r.units) do
+            if u[2] then mate[u[1]], mate[u[2]] = u[2], u[1] end
+          end
+          for _, j in ipairs(jobs) do partner[j.id] = mate[j.id] or false end
+        end
       end
     else
       epoch = nil

@@ -14,7 +14,7 @@ right after TFT (Sec. 4.1) and before F-LCA combines the two, as the
 mechanism that decides WHICH applications run; we run it on TFT's mechanism:
 each quantum the k oldest jobs (k = 2 per LLC group, parameter k) run, in
 age order two by two, each pair folded on the two halves of its group.  No
-class pairing (that is LCA's, Sec. 4.2; flca has both).
+class pairing (that is LCA's, Sec. 4.2; flca's paper variant has both).
 
 Plan: every epoch, one step of one quantum.
   - Ages (cosched.ageing, weights (1, 1, 0)): WT = job.waited, the seconds

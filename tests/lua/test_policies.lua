@@ -680,6 +680,46 @@ check("flca: the trace's signal says regions for a job whose CP came from them",
   return info[1].signal == "regions" and info[2].signal == "cpu",
     tostring(info[1].signal) .. " " .. tostring(info[2].signal)
 end)
+check("flca pairing = measured: a pair LCA forbids runs only when one of its members has given a speed (mixed run, a speaker leaving, selection among six)", function()
+  -- steps that hold a silent S and a silent C together
+  local function silent_sc(st, cls, talks)
+    local s_, c_ = false, false
+    for _, j in ipairs(st.jobs) do
+      if not talks[j.id] then
+        if cls[j.id] == "S" then s_ = true elseif cls[j.id] == "C" then c_ = true end
+      end
+    end
+    return s_ and c_
+  end
+  local function run(classes, speakers, leave_at, epochs)
+    local p, params = load_policy("flca", { characterize = "no" })
+    local node = fake.node { cores = 8, quantum = 0.1 }
+    local cls, talks = {}, {}
+    for i, c in ipairs(classes) do
+      cls[i] = c
+      talks[i] = speakers[i] or false
+      node:add { class = c, regions = speakers[i] and function() return 100 end or nil }
+    end
+    local n = 0
+    for e = 1, epochs do
+      if e == leave_at then
+        for id in pairs(speakers) do node:remove(id); talks[id] = nil end
+      end
+      local _, plan = run_epoch(node, p, params)
+      for _, st in ipairs(plan) do
+        if silent_sc(st, cls, talks) then n = n + 1 end
+      end
+    end
+    return n
+  end
+  -- job 1 (S) reports regions, 2-4 (C, S, C) only their hints
+  local mixed = run({ "S", "C", "S", "C" }, { [1] = true }, nil, 20)
+  -- the speaker leaves after 5 epochs: the silent S and C never pair after
+  local left = run({ "S", "C", "S", "C", "N" }, { [5] = true }, 6, 30)
+  -- six silent hinted jobs: weighted selection keeps LCA's rule
+  local six = run({ "S", "C", "S", "C", "S", "C" }, {}, nil, 20)
+  return mixed == 0 and left == 0 and six == 0, mixed .. " " .. left .. " " .. six
+end)
 check("flca explains its ages: owed (ageing = progress, the default) is the age; with ageing = fop the age is wt + cp + fp and nothing is owed", function()
   local function last_info(opts)
     local p, params = load_policy("flca", opts)
@@ -931,7 +971,7 @@ end)
 local TOPOS = { { 2, 1 }, { 8, 1 }, { 8, 2 }, { 8, 8 }, { 64, 1 }, { 64, 2 }, { 64, 8 },
                 { 256, 1 }, { 256, 2 }, { 256, 8 } }
 
-local function property(name, charmode, seeds, epochs)
+local function property(name, charmode, seeds, epochs, opts)
   local worst = 0
   for _, topo in ipairs(TOPOS) do
     for seed = 1, seeds do
@@ -939,7 +979,7 @@ local function property(name, charmode, seeds, epochs)
       local n = math.random(1, 12)
       local classes = {}
       for i = 1, n do classes[i] = ({ "S", "C", "N", "-" })[math.random(1, 4)] end
-      local p, params = load_policy(name, { characterize = charmode })
+      local p, params = load_policy(name, with({ characterize = charmode }, opts))
       local node = classes_node(topo[1], topo[2], classes)
       local last, emin, emax = {}, math.huge, 0
       local gaps = {}
@@ -988,16 +1028,23 @@ for _, name in ipairs(NAMES) do
   check(("property %s (characterization, no counters): valid plans, every job runs"):format(name),
     function() return property(name, "yes", 2, 60) end)
 end
+-- the bound flca.lua proves is paper 001's F-LCA's (FOP's ages, the K oldest);
+-- the defaults (progress ageing, weighted selection) are held to it above too
+check("property flca (paper's, hints): valid plans, no job waits beyond the proven bound, 2-256 cores x 1-8 LLCs",
+  function() return property("flca", "no", 5, 40, PAPER) end)
 
-check("flca starvation: within n epochs in the paper's setting (8 cores, 1 LLC, 8 jobs, no counters)", function()
-  local p, params, node = hinted("flca", 8, 1, { "S", "S", "C", "C", "N", "N", "S", "C" })
-  local last, worst = {}, 0
-  for e = 1, 50 do
-    local ran = run_epoch(node, p, params)
-    for _, ids in ipairs(ran) do for _, id in ipairs(ids) do
-      worst = math.max(worst, e - (last[id] or 0))
-      last[id] = e
-    end end
+check("flca starvation: within n epochs in the paper's setting (8 cores, 1 LLC, 8 jobs, no counters), paper's and default", function()
+  local worst = 0
+  for _, opts in ipairs { PAPER, {} } do
+    local p, params, node = hinted("flca", 8, 1, { "S", "S", "C", "C", "N", "N", "S", "C" }, opts)
+    local last = {}
+    for e = 1, 50 do
+      local ran = run_epoch(node, p, params)
+      for _, ids in ipairs(ran) do for _, id in ipairs(ids) do
+        worst = math.max(worst, e - (last[id] or 0))
+        last[id] = e
+      end end
+    end
   end
   return worst <= 8, "worst gap " .. worst
 end)
