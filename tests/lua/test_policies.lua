@@ -665,18 +665,23 @@ check("regions signal: absurd counts fall back to cpu; a job's count moves its o
   return tr.signal[2] == "regions" and tr:cp(2) > 0.99 and near(tr:cp(1), honest:cp(1)) and honest:cp(1) == 0
      and sig == nil, tr:cp(2) .. " " .. tr:cp(1) .. " " .. honest:cp(1) .. " " .. tostring(sig)
 end)
-check("flca: the trace's signal says regions for a job whose CP came from them", function()
-  local p, params = load_policy("flca", { characterize = "no" })
-  local node = fake.node { cores = 2 }
-  node:add { threads = 2, regions = function() return 40 end }
-  node:add { threads = 2 }
+-- what plan() explains (its third value) after `epochs` epochs of p on node
+local function explained(p, params, node, epochs)
   local info
-  for _ = 1, 3 do
+  for _ = 1, epochs do
     local snap = node:snapshot(params)
     local steps, _, i = p.plan(setmetatable({ explain = true }, { __index = snap }))
     node:run(steps)
     info = i
   end
+  return info
+end
+check("flca: the trace's signal says regions for a job whose CP came from them", function()
+  local p, params = load_policy("flca", { characterize = "no" })
+  local node = fake.node { cores = 2 }
+  node:add { threads = 2, regions = function() return 40 end }
+  node:add { threads = 2 }
+  local info = explained(p, params, node, 3)
   return info[1].signal == "regions" and info[2].signal == "cpu",
     tostring(info[1].signal) .. " " .. tostring(info[2].signal)
 end)
@@ -725,14 +730,7 @@ check("flca explains its ages: owed (ageing = progress, the default) is the age;
     local p, params = load_policy("flca", opts)
     local node = fake.node { cores = 2 }
     for _ = 1, 3 do node:add { threads = 2 } end
-    local info
-    for _ = 1, 4 do
-      local snap = node:snapshot(params)
-      local steps, _, i = p.plan(setmetatable({ explain = true }, { __index = snap }))
-      node:run(steps)
-      info = i
-    end
-    return info
+    return explained(p, params, node, 4)
   end
   local d, f = last_info { characterize = "no" }, last_info { characterize = "no", ageing = "fop" }
   for id = 1, 3 do
