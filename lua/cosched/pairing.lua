@@ -41,14 +41,13 @@ compatible(a, b) -> bool
     LCA's rule for two classes: N with anything, S with S, C with C (never
     S with C); unknown counts as N.
 
-complete(units, order, taken [, any]) -> units
+complete(units, order, taken [, allow]) -> units
     Pair completion (F-LCA, issue #24): each unit of one entry x (LCA's
     leftover) takes the first entry y of order (candidates in the policy's
     order of preference: the oldest first) that is not taken (taken[id]),
     not gang-only (y.gang) and compatible with x; y is then taken.  A
-    leftover with no such candidate stays alone (any = true: every class is
-    compatible; a function(x, y): whether x and y may pair, for measured
-    pairing).  The leftovers choose in
+    leftover with no such candidate stays alone (allow(x, y), when given,
+    replaces LCA's rule: whether x and y may pair, for measured pairing).  The leftovers choose in
     order's order (the oldest first).  In place; O(units + order x leftovers).
 
 pair_lone(units, order, taken) -> units
@@ -323,7 +322,7 @@ function M.compatible(a, b)
   return a == "N" or b == "N" or a == b
 end
 
-function M.complete(units, order, taken, any)
+function M.complete(units, order, taken, allow)
   local singles = {}
   for _, u in ipairs(units) do
     if #u == 1 then singles[#singles + 1] = u end
@@ -339,8 +338,7 @@ function M.complete(units, order, taken, any)
     while order[from] and taken[order[from].id] do from = from + 1 end
     for i = from, #order do
       local y = order[i]
-      if not taken[y.id] and not y.gang
-         and (type(any) == "function" and any(x, y) or any == true or M.compatible(x.class, y.class)) then
+      if not taken[y.id] and not y.gang and (allow and allow(x, y) or not allow and M.compatible(x.class, y.class)) then
         u[2] = y
         taken[y.id] = true
         break
