@@ -130,7 +130,7 @@ assert {c: sorted(a) for c, a in t2.items()} == {c: sorted(a) for c, a in ev.TAB
 want = {('low', 4): (0, 2, 2), ('medium', 4): (1, 2, 1), ('high', 4): (2, 2, 0),
         ('low', 8): (0, 4, 4), ('medium', 8): (2, 4, 2), ('high', 8): (4, 4, 0),
         (ev.HIGH_N, 4): (2, 1, 1), (ev.HIGH_N, 8): (3, 3, 2)}
-assert ev.EXPERIMENTS['paper001']['extra_levels'] == [ev.HIGH_N] == ev.EXPERIMENTS['bwbound']['extra_levels']
+assert ev.EXPERIMENTS['paper001']['extra_levels'] == [ev.HIGH_N] == ev.EXPERIMENTS['latbound']['extra_levels']
 for exp in ('paper001', 'paper004'):
     classes = ev.EXPERIMENTS[exp]['classes']
     for (level, n), (s, c, nn) in want.items():
@@ -179,14 +179,14 @@ EOF
     py "
 st = {exp: {ev.st_key(a, ev.EXPERIMENTS[exp]['threads'].get(n)): 3.0
             for a in {x for l in ev.EXPERIMENTS[exp]['classes'].values() for x in l} for n in ev.SIZES}
-      for exp in ('paper001', 'bwbound')}
-main = ev.build_workloads(1, False, st, ['paper001', 'bwbound'])
-both = ev.build_workloads(1, False, st, ['paper001', 'bwbound'], 2)
+      for exp in ('paper001', 'latbound')}
+main = ev.build_workloads(1, False, st, ['paper001', 'latbound'])
+both = ev.build_workloads(1, False, st, ['paper001', 'latbound'], 2)
 rep = [w for w in both if w.get('replica')]
 assert [w for w in both if not w.get('replica')] == main
 quick = ev.build_workloads(1, True, st, ['paper001'], 2)
 assert quick and not any(w.get('replica') for w in quick), 'a second seed with --quick'
-assert {w['exp'] for w in rep} == {'paper001', 'bwbound'} and all(w['seed'] == 2 for w in rep)
+assert {w['exp'] for w in rep} == {'paper001', 'latbound'} and all(w['seed'] == 2 for w in rep)
 assert len(rep) == len(main), (len(rep), len(main))
 for w in rep:
     assert '-s2-' in w['id'] and w['id'] not in {m['id'] for m in main}, w['id']
@@ -399,7 +399,7 @@ PYEOF
     md=$(cat "$out/EVALUATION.md")
     assert_contains "$md" "Every simulation ran."
     assert_contains "$md" "This is the quick subset"
-    for f in paper001-4 paper001-8 bwbound-4 bwbound-8 paper004-4 paper004-8 paper004x5570-4 paper004x5570-8 numa-4 numa-8; do
+    for f in paper001-4 paper001-8 latbound-4 latbound-8 paper004-4 paper004-8 paper004x5570-4 paper004x5570-8 numa-4 numa-8; do
         [ -f "$out/$f.svg" ] || { echo "missing $f.svg" >&2; return 1; }
         run python3 - "$out/$f.svg" <<'EOF'
 import sys, xml.etree.ElementTree as ET

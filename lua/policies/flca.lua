@@ -29,19 +29,21 @@ measurement instead of from the classes:
                       a pair LCA forbids only when one of its members has
                       given a speed.
 Measured (EVALUATION.md, "A second seed"; docs/eval/issue24.md, "The
-defaults"): in the simulator, both model readings (paper001, bwbound) and
-paper 004's matrix, two seeds, 44 cells, the defaults' mean of mix means
-is at or above tft's with paired wins >= losses in 39 cells, paper 001's
-F-LCA's in 18; at 8 jobs, medium and high contention, IQR 0.08-0.20 and
-the least-served job at 0.79-0.95 of the max-min bound; paper001 8 high
-1.33 of gang (tft 1.28, paper 001's F-LCA 1.25-1.26).
+defaults"): in the simulator, both model readings (paper001: S apps
+bandwidth-bound, the calibrated model; latbound: the latency-bound
+what-if) and paper 004's matrix, two seeds, 44 cells, the defaults' mean
+of mix means is at or above tft's with paired wins >= losses in 39 cells,
+paper 001's F-LCA's in fewer than half; at 8 jobs, medium and high
+contention, IQR 0.08-0.20; paper001 8 high 1.03 of gang (tft 1.02, paper
+001's F-LCA 1.00; the fair bound is 1.17 of gang there), latbound 8 high
+1.33 (tft 1.28, paper 001's F-LCA 1.26).
 On real OpenMP jobs without counters (BENCHMARKS.md section 8c, 8d) their
 makespan was within the runs' spread of the best of linux, gang and tft.
 What it gives up: LCA's rule is no longer a guarantee (a pair it forbids
 runs when its members are measured faster together than in the pairs it
-allows: S apps that share one memory link, bwbound), and learning costs:
-trying each untried pair once at four jobs puts the defaults 0.002-0.005
-below LCA's pairs in the cells where those are best (bwbound 4 medium,
+allows: S apps that share one memory link, paper001), and learning costs:
+trying each untried pair once at four jobs puts the defaults up to 0.005
+below LCA's pairs in the cells where those are best (paper001 4 medium,
 4 high+N).  Without counters or OpenMP region counts no speed is learnt
 and the pairs follow LCA's rule (class hints; jobs without hints count as
 N, so they pair by age).  The region counts are the job's own word: a job
