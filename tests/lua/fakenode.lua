@@ -5,7 +5,8 @@
 --   node:add { class = "S", threads = 8 }    -- a job; id 1, 2, ... in order; regions =
 --                                            -- function(other ids in the step) -> its
 --                                            -- OpenMP regions per second (last.regions);
---                                            -- ipc = a number or such a function, bw =
+--                                            -- ipc = a number or such a function (also
+--                                            -- given the job's cpu count), bw =
 --                                            -- { l1 =, l2 =, llc = } (counters)
 --   local snap = node:snapshot(params)       -- read-only proxies, as the engine's
 --   local ok, err = fake.validate(snap, plan)   -- the engine's plan checks
@@ -176,7 +177,7 @@ function Node:run(plan, epoch_hook)
           if e.id ~= j.id then others[#others + 1] = e.id end
         end
         local ipc = j.ipc
-        if type(ipc) == "function" then ipc = ipc(others) end
+        if type(ipc) == "function" then ipc = ipc(others, n) end
         j.last = { wall = d, cpu = busy * d, ncpus = n, counted = self.counters and true or false,
                    metrics = self.counters and { ipc = ipc, bw_l1 = j.bw and j.bw.l1, bw_l2 = j.bw and j.bw.l2,
                                                  bw_llc = j.bw and j.bw.llc } or nil }

@@ -780,6 +780,27 @@ local function hurting_pair_node(n)
   for _ = 3, n do node:add { class = "S", ipc = 0.6, bw = BW } end
   return node
 end
+check("flca select = weighted: a gang-only job that is the oldest runs alone on every cpu (the K oldest then), never starves", function()
+  -- job 1 loses 5x its IPC folded (lock contention: gang_only after its
+  -- characterization); 2-6 fold freely.  n = 6 > K = 4, so weighted
+  -- selection has a choice, and its candidates leave gang-only jobs out:
+  -- when job 1 is the oldest the epoch falls back to the K oldest, else job
+  -- 1 would never be selected again (fails without that guard: 0 runs)
+  local p, params = load_policy("flca", {})
+  local BW = { l1 = 10, l2 = 10, llc = 10 }
+  local node = fake.node { cores = 8, counters = true }
+  node:add { ipc = function(_, n) return n >= 8 and 1.0 or 0.2 end, bw = BW }
+  for _ = 2, 6 do node:add { ipc = 0.6, bw = BW } end
+  local alone, e = 0, 0
+  while e < 80 do
+    e = e + 1
+    local _, plan = run_epoch(node, p, params)
+    for _, st in ipairs(plan) do
+      if e > 40 and #st.jobs == 1 and st.jobs[1].id == 1 and #st.jobs[1].cpus == 8 then alone = alone + 1 end
+    end
+  end
+  return alone >= 2, "job 1 alone on 8 cpus in " .. alone .. " steps of epochs 41-80"
+end)
 check("flca pairing = measured (the default), with counters: learnt per pair of jobs, not per class: the two jobs that slow each other are kept apart", function()
   -- four jobs of one class, characterized from the counters (one S-S
   -- estimate would tell no pair from another): 1 and 2 run at 3/4 speed
