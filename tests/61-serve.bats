@@ -482,6 +482,29 @@ other_runs() {
     gang_turns
 }
 
+@test "policies see each step's user as job.owner, the uid it registered with" {
+    mkdir -m 755 pol
+    cat > pol/owners.lua <<'EOF'
+-- test: logs every job's owner, runs every job on every cpu
+return { api = 1, name = "owners", description = "test: logs job.owner",
+  plan = function(snap)
+    local said, jobs = {}, {}
+    for _, j in ipairs(snap.jobs) do
+      said[#said + 1] = j.name .. "=" .. tostring(j.owner)
+      jobs[#jobs + 1] = { id = j.id, cpus = snap.cpus }
+    end
+    cosched.log("info", "owners " .. table.concat(said, " "))
+    return { { shared = true, jobs = jobs } }
+  end }
+EOF
+    chmod 644 pol/owners.lua
+    fake_steps 7:a 8:b
+    serve_start --policy owners --policy-path "$BATS_TEST_TMPDIR/pol"
+    registered 7 0 "$a" uid=0
+    registered 8 0 "$b" uid=65534
+    wait_for 10 "grep -q 'owners 7.0=0 8.0=65534' '$BATS_TEST_TMPDIR/engine.log'"
+}
+
 @test "status: a user sees only their own steps, root sees every step" {
     fake_steps 7:a 8:b
     serve_start --policy gang

@@ -88,6 +88,11 @@ struct cs_job {
     hwloc_bitmap_t allowed;
     int nofreeze;
     void *served;
+    /* whose job it is (node/register.c: the Slurm step's uid), for policies
+     * as job.owner; has_owner 0: not known (cosched run: every job is the
+     * user's) */
+    int has_owner;
+    long owner;
     /* where a Slurm step is (control/control.h): its identity and cgroups,
      * located once by the host that registered it and handed to the control
      * backend (NULL: not a Slurm step) */

@@ -195,6 +195,8 @@ static int do_register(struct cs_engine *e, const struct cs_msg *m, pid_t peer, 
     j->allowed = cpus;
     j->nofreeze = sv->nnodes > 1;
     j->served = sv;
+    j->has_owner = 1;
+    j->owner = uid;
     j->slurm = &sv->at;              /* the step's identity for the control backend: data, not its name */
     int ncores = 0;
     for (int k = 0; k < e->topo->ncores; k++)

@@ -444,6 +444,8 @@ static void push_job(lua_State *L, struct cs_policy *p, const struct cs_job *j, 
         lua_setfield(L, -2, "class");
     }
     set_int(L, "priority", j->priority);
+    if (j->has_owner)
+        set_int(L, "owner", j->owner);
     set_int(L, "runs", j->runs_done);
     set_num(L, "waited", j->waited);
     set_int(L, "quanta_run", (long long)j->quanta_run);

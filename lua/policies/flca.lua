@@ -47,8 +47,10 @@ below LCA's pairs in the cells where those are best (paper001 4 medium,
 4 high+N).  Without counters or OpenMP region counts no speed is learnt
 and the pairs follow LCA's rule (class hints; jobs without hints count as
 N, so they pair by age).  The region counts are the job's own word: a job
-can choose its partner by them (cosched-policy(7), region counts; a site
-that does not trust its jobs sets region_progress = no or pairing = lca).
+can choose its partner by them among its owner's jobs only; while jobs of
+several owners (job.owner) are live its counts value every partner alike
+(cosched-policy(7), region counts; region_progress = no or pairing = lca
+removes the lever altogether).
 
   Age = w1 * WT / (n * TQ) + w2 * CP + w3 * FP,   the paper's (w1, w2, w3) = (1, 1, 2)
 
@@ -360,21 +362,40 @@ local measured, confidence, est, partner
 -- has spoken (something can be learnt of it); while no ready job has, the
 -- pairing is LCA's
 local spoke
+-- A job's OpenMP region counts are its own word (the shim's page).  While
+-- jobs of more than one owner are live (job.owner, a Slurm step's uid:
+-- mixed), a job whose last speed came from its region counts (regions[id])
+-- is valued beside every partner at any[id], its speed beside whoever it
+-- ran with: its counts can then age it (its own share) but never choose its
+-- partner.  With one owner (cosched run, one user's steps) they learn
+-- pairs as counters do.
+local any, regions, mixed
 -- ageing = progress: the ledger of what each job is owed (cosched.ageing.ledger);
 -- select = weighted: pairs by weighted measured speed (step 3 below)
 local ledger, weighted
 local OPTIMISTIC = 1.5                  -- an untried pair's value: above any folded speed, so it is tried
 local ALPHA = 0.3                       -- weight of a new sample
 
+local function sample(row, key, rel)
+  local e = row[key]
+  if not e then row[key] = { v = rel, n = 1 }
+  else e.v, e.n = e.v + ALPHA * (rel - e.v), e.n + 1 end
+end
+
 local function learn(snap)
+  local first
+  mixed = false
+  for _, job in ipairs(snap.jobs) do
+    if first == nil then first = job.owner or false
+    elseif (job.owner or false) ~= first then mixed = true end
+  end
   for id, rel in pairs(tr.fresh) do
+    regions[id] = tr.signal[id] == "regions" or nil
     local other = partner[id]
     if other and rel == rel and rel >= 0 and rel < 4 then
-      local row = est[id] or {}
-      est[id] = row
-      local e = row[other]
-      if not e then row[other] = { v = rel, n = 1 }
-      else e.v, e.n = e.v + ALPHA * (rel - e.v), e.n + 1 end
+      est[id] = est[id] or {}
+      sample(est[id], other, rel)
+      if regions[id] then sample(any, id, rel) end
     end
   end
   for id in pairs(tr.fresh) do spoke[id] = true end
@@ -382,13 +403,13 @@ local function learn(snap)
   -- whether they spoke
   local live, gone = {}, nil
   for _, job in ipairs(snap.jobs) do live[job.id] = true end
-  for _, t in ipairs { est, partner, spoke } do
+  for _, t in ipairs { est, partner, spoke, any, regions } do
     for id in pairs(t) do
       if not live[id] then gone = gone or {}; gone[#gone + 1] = id end
     end
   end
   if gone then
-    for _, id in ipairs(gone) do est[id], partner[id], spoke[id] = nil, nil, nil end
+    for _, id in ipairs(gone) do est[id], partner[id], spoke[id], any[id], regions[id] = nil, nil, nil, nil, nil end
     for _, row in pairs(est) do
       for _, id in ipairs(gone) do row[id] = nil end
     end
@@ -396,7 +417,8 @@ local function learn(snap)
 end
 
 local function value(a, b)
-  local e = est[a] and est[a][b]
+  local e
+  if mixed and regions[a] then e = any[a] else e = est[a] and est[a][b] end
   if not e or e.n < confidence then return OPTIMISTIC end
   return e.v
 end
@@ -571,7 +593,7 @@ return {
     used_threads = choice("threads", "used", "declared") and ageing.busy_threads() or nil
     measured = choice("pairing", "measured", "lca")
     confidence = number(params, "confidence", 1)
-    est, partner, spoke = {}, {}, {}
+    est, partner, spoke, any, regions, mixed = {}, {}, {}, {}, {}, false
     ledger = choice("ageing", "progress", "fop") and ageing.ledger() or nil
     weighted = choice("select", "weighted", "oldest")
   end,

@@ -7,7 +7,8 @@
 --                                            -- OpenMP regions per second (last.regions);
 --                                            -- ipc = a number or such a function (also
 --                                            -- given the job's cpu count), bw =
---                                            -- { l1 =, l2 =, llc = } (counters)
+--                                            -- { l1 =, l2 =, llc = } (counters), owner =
+--                                            -- a uid (job.owner)
 --   local snap = node:snapshot(params)       -- read-only proxies, as the engine's
 --   local ok, err = fake.validate(snap, plan)   -- the engine's plan checks
 --   node:run(plan)                           -- "run" the steps: waited, quanta, last
@@ -89,7 +90,7 @@ function Node:add(spec)
               class = spec.class, priority = 0, runs = 0, waited = 0.0, quanta_run = 0,
               quanta_frozen = 0, cpu_time = 0, frozen = false, cpus = self.topo.cpus,
               ipc = spec.ipc or 1.0, last_end = self.now, busy = spec.busy, team = spec.team,
-              shim = spec.shim, regions = spec.regions, bw = spec.bw }
+              shim = spec.shim, regions = spec.regions, bw = spec.bw, owner = spec.owner }
   self.jobs[#self.jobs + 1] = j
   self.runs[id] = {}
   return id
@@ -108,7 +109,7 @@ function Node:snapshot(params)
     jobs[i] = { id = j.id, name = j.name, threads = j.threads, class = j.class, priority = 0,
                 runs = 0, waited = j.waited, quanta_run = j.quanta_run,
                 quanta_frozen = j.quanta_frozen, cpu_time = j.cpu_time, frozen = j.frozen,
-                cpus = j.cpus, last = j.last, team = j.team }
+                cpus = j.cpus, last = j.last, team = j.team, owner = j.owner }
   end
   local snap = { api = 1, epoch = self.epoch, now = self.now, quantum = self.quantum,
                  params = params or {}, cpus = self.topo.cpus,

@@ -767,6 +767,37 @@ check("flca pairing = measured: without counters, learnt from region throughput 
   local on, off = together("yes"), together("no")
   return on == 0 and off >= 5, on .. " " .. off
 end)
+check("flca pairing = measured: region counts choose partners among one owner's jobs only; with several owners they cannot single one out", function()
+  -- job 1 reports its full 1000 regions/s beside job 4 and 300 beside
+  -- anyone else (a lie, or a job that wants 4 as its partner); 2, 3, 4 do
+  -- 1000/s whatever.  One owner (cosched run): 1 is paired with 4 whenever
+  -- it runs.  4 of another owner than 1, 2 and 3 (Slurm steps of two users):
+  -- 1's counts value every partner alike, and 1 is with 4 no more than in
+  -- age order, which pairs 1 with 2 here (fails without the owner rule: as
+  -- often as with one owner)
+  local function together(owners)
+    local p, params = load_policy("flca", { characterize = "no", cpu_progress = "no" })
+    local node = fake.node { cores = 8 }
+    node:add { threads = 8, owner = owners[1], regions = function(o) return o[1] == 4 and 1000 or 300 end }
+    for i = 2, 4 do node:add { threads = 8, owner = owners[i], regions = function() return 1000 end } end
+    local n, all = 0, 0
+    for e = 1, 40 do
+      local _, plan = run_epoch(node, p, params)
+      for _, st in ipairs(plan) do
+        local ids = ids_of(st)
+        if e > 20 and ids:match("^1,") then
+          all = all + 1
+          if ids == "1,4" then n = n + 1 end
+        end
+      end
+    end
+    return n, all
+  end
+  local one, one_all = together { 1000, 1000, 1000, 1000 }
+  local two, two_all = together { 1000, 1000, 1000, 1001 }
+  return one == one_all and one_all > 0 and two * 2 <= two_all,
+         ("one owner: 1 with 4 in %d of %d; two owners: %d of %d"):format(one, one_all, two, two_all)
+end)
 -- n jobs of class S on 8 cores with counters: 1 and 2 run at 3/4 of their
 -- speed beside each other (IPC 0.45 against 0.6), full speed beside any other
 local function hurting_pair_node(n)
