@@ -446,7 +446,8 @@ EOF
     done
 }
 
-# The linux layer against paper 001.  Both tests fail with the layer's former
+# The linux layer against paper 001.  Both tests fail on table2-latbound
+# (whose S apps are Amdahl-limited) with the layer's former
 # scaling term, Amdahl over the job's CPU share e instead of over its lanes
 # min(threads, cores): it gave S apps (p = 0.5) 1.8x their per-CPU efficiency
 # when two teams share all cores (S under linux 1.52 of gang, jacobi beside

@@ -33,7 +33,7 @@ defaults"): in the simulator, both model readings (paper001: S apps
 bandwidth-bound, the calibrated model; latbound: the latency-bound
 what-if) and paper 004's matrix, two seeds, 44 cells, the defaults' mean
 of mix means is at or above tft's with paired wins >= losses in 39 cells,
-paper 001's F-LCA's in fewer than half; at 8 jobs, medium and high
+paper 001's F-LCA's in about a third; at 8 jobs, medium and high
 contention, IQR 0.08-0.20; paper001 8 high 1.03 of gang (tft 1.02, paper
 001's F-LCA 1.00; the fair bound is 1.17 of gang there), latbound 8 high
 1.33 (tft 1.28, paper 001's F-LCA 1.26).
@@ -42,15 +42,16 @@ makespan was within the runs' spread of the best of linux, gang and tft.
 What it gives up: LCA's rule is no longer a guarantee (a pair it forbids
 runs when its members are measured faster together than in the pairs it
 allows: S apps that share one memory link, paper001), and learning costs:
-trying each untried pair once at four jobs puts the defaults up to 0.005
-below LCA's pairs in the cells where those are best (paper001 4 medium,
-4 high+N).  Without counters or OpenMP region counts no speed is learnt
+trying each untried pair once at four jobs put the defaults up to 0.005
+below LCA's pairs in the cells where those were best (4 medium, 4 high+N
+of the former uncalibrated bandwidth-bound what-if, docs/eval/issue24.md).  Without counters or OpenMP region counts no speed is learnt
 and the pairs follow LCA's rule (class hints; jobs without hints count as
 N, so they pair by age).  The region counts are the job's own word: a job
-can choose its partner by them among its owner's jobs only; while jobs of
-several owners (job.owner) are live its counts value every partner alike
-(cosched-policy(7), region counts; region_progress = no or pairing = lca
-removes the lever altogether).
+can choose its partner by them while every live job is its owner's; while
+jobs of several owners (job.owner) are live its counts value every partner
+alike, it counts as silent for LCA's rule, and its speed in the ledger is
+at least 1 (cosched-policy(7), region counts; region_progress = no removes
+the lever altogether).
 
   Age = w1 * WT / (n * TQ) + w2 * CP + w3 * FP,   the paper's (w1, w2, w3) = (1, 1, 2)
 
@@ -223,7 +224,7 @@ Plan, every epoch:
      Why per job and not per class pair: a class is a coarse summary of
      two behaviours (how much a job hurts, how much it suffers), and jobs
      of one class differ in both: in the simulator's paper 001 model
-     jacobi (S), folded, keeps 0.29 of its speed beside stream (S) and
+     (latency-bound what-if) jacobi (S), folded, keeps 0.29 of its speed beside stream (S) and
      0.87 beside trisolv (S), so one S-S estimate is wrong for both pairs; without counters every
      unhinted job is N and one N-N estimate tells no pair from another.
      Measured on the evaluation's mixes (docs/eval/issue24.md, "Measured
@@ -366,9 +367,11 @@ local spoke
 -- jobs of more than one owner are live (job.owner, a Slurm step's uid:
 -- mixed), a job whose last speed came from its region counts (regions[id])
 -- is valued beside every partner at any[id], its speed beside whoever it
--- ran with: its counts can then age it (its own share) but never choose its
--- partner.  With one owner (cosched run, one user's steps) they learn
--- pairs as counters do.
+-- ran with, and counts as silent for LCA's rule (speaks); in the ledger
+-- its speed counts at least 1 (ledger_speeds): its counts can neither
+-- choose its partner nor take other users' time, and its class hint keeps
+-- it from the pairs LCA forbids.  With one owner (cosched run, one user's
+-- steps) they learn pairs and age it as counters do.
 local any, regions, mixed
 -- ageing = progress: the ledger of what each job is owed (cosched.ageing.ledger);
 -- select = weighted: pairs by weighted measured speed (step 3 below)
@@ -382,13 +385,30 @@ local function sample(row, key, rel)
   else e.v, e.n = e.v + ALPHA * (rel - e.v), e.n + 1 end
 end
 
-local function learn(snap)
+-- are jobs of more than one owner live (job.owner; nil counts as one owner)
+local function several_owners(snap)
   local first
-  mixed = false
   for _, job in ipairs(snap.jobs) do
     if first == nil then first = job.owner or false
-    elseif (job.owner or false) ~= first then mixed = true end
+    elseif (job.owner or false) ~= first then return true end
   end
+  return false
+end
+
+-- the ledger's speeds: tr.fresh, but while several owners are live a speed
+-- from the job's own region counts counts at least 1 (the job cannot claim
+-- to be slowed and take other users' time; it is charged its CPU as without
+-- a signal)
+local function ledger_speeds()
+  if not mixed then return tr.fresh end
+  local t = {}
+  for id, rel in pairs(tr.fresh) do
+    t[id] = (tr.signal[id] == "regions" and rel == rel) and math.max(rel, 1) or rel
+  end
+  return t
+end
+
+local function learn(snap)
   for id, rel in pairs(tr.fresh) do
     regions[id] = tr.signal[id] == "regions" or nil
     local other = partner[id]
@@ -426,8 +446,15 @@ end
 -- may x and y (entries, or { class =, id = }) share a pair: LCA's rule, or,
 -- with by_speed (measured pairing, some ready job has spoken), any pair one
 -- of whose members has spoken
+-- has the job given a speed that may choose its partner (a region-count
+-- job while several owners are live has not: it stays silent, so LCA's
+-- class rule holds for it)
+local function speaks(id)
+  return spoke[id] and not (mixed and regions[id])
+end
+
 local function allowed(x, y, by_speed)
-  return pairing.compatible(x.class, y.class) or (by_speed and (spoke[x.id] or spoke[y.id])) or false
+  return pairing.compatible(x.class, y.class) or (by_speed and (speaks(x.id) or speaks(y.id))) or false
 end
 
 -- measured pairing's score; a pair LCA forbids whose members have both
@@ -601,10 +628,11 @@ return {
   plan = function(snap)
     local ctx = src:begin(snap)
     tr:observe(snap, ctx.info)
+    mixed = several_owners(snap)
     if measured or weighted then
       learn(snap)
     end
-    if ledger then ledger:observe(snap, tr.fresh, tr.signal) end
+    if ledger then ledger:observe(snap, ledger_speeds(), tr.signal) end
     if used_threads then used_threads:observe(snap) end
     local n, tq = #snap.jobs, snap.quantum
     local entries = pool:entries(snap, ctx, tr, W, true)
@@ -615,7 +643,7 @@ return {
     local by_speed = false
     if measured then
       for _, e in ipairs(entries) do
-        if spoke[e.id] then by_speed = true break end
+        if speaks(e.id) then by_speed = true break end
       end
     end
     local st = { entries = entries, by_speed = by_speed }

@@ -798,6 +798,80 @@ check("flca pairing = measured: region counts choose partners among one owner's 
   return one == one_all and one_all > 0 and two * 2 <= two_all,
          ("one owner: 1 with 4 in %d of %d; two owners: %d of %d"):format(one, one_all, two, two_all)
 end)
+check("flca, several owners: region-count jobs stay silent for LCA's rule (hints keep S from C); one owner learns the same", function()
+  -- hinted S, C, S, C, S, C; beside the other class a job does 500 regions/s,
+  -- else 1000 (true counts).  One owner: learnt, no S-C pair; two owners:
+  -- the counts cannot choose, LCA's rule holds: no S-C pair either (fails
+  -- if such jobs count as having spoken: pairs by age, S beside C)
+  local CL6 = { "S", "C", "S", "C", "S", "C" }
+  local function sc(owners)
+    local p, params = load_policy("flca", { characterize = "no", cpu_progress = "no" })
+    local node = fake.node { cores = 8 }
+    for i, c in ipairs(CL6) do
+      node:add { threads = 8, class = c, owner = owners[i],
+                 regions = function(o) return (o[1] and CL6[o[1]] ~= c) and 500 or 1000 end }
+    end
+    local bad, all = 0, 0
+    for e = 1, 60 do
+      local _, plan = run_epoch(node, p, params)
+      for _, st in ipairs(plan) do
+        if e > 20 and #st.jobs == 2 then
+          all = all + 1
+          if CL6[st.jobs[1].id] ~= CL6[st.jobs[2].id] then bad = bad + 1 end
+        end
+      end
+    end
+    return bad, all
+  end
+  local b1, a1 = sc { 1, 1, 1, 1, 1, 1 }
+  local b2, a2 = sc { 1, 1, 1, 2, 2, 2 }
+  return b1 == 0 and b2 == 0 and a1 > 0 and a2 > 0, ("S-C pairs: one owner %d of %d, two %d of %d"):format(b1, a1, b2, a2)
+end)
+check("flca, several owners: counters still learn per pair (only region counts are held back)", function()
+  -- the hurting pair with counters: 1 and 2 slow each other; 1, 3 of one
+  -- owner, 2, 4 of another: learnt, 1 and 2 are kept apart as with one owner
+  local p, params = load_policy("flca", {})
+  local BW = { l1 = 10, l2 = 10, llc = 10 }
+  local node = fake.node { cores = 8, counters = true }
+  local function hurt(mate)
+    return function(others) return others[1] == mate and 0.45 or 0.6 end
+  end
+  node:add { class = "S", ipc = hurt(2), bw = BW, owner = 1 }
+  node:add { class = "S", ipc = hurt(1), bw = BW, owner = 2 }
+  node:add { class = "S", ipc = 0.6, bw = BW, owner = 1 }
+  node:add { class = "S", ipc = 0.6, bw = BW, owner = 2 }
+  local n = 0
+  for e = 1, 60 do
+    local _, plan = run_epoch(node, p, params)
+    for _, st in ipairs(plan) do
+      if e > 30 and ids_of(st) == "1,2" then n = n + 1 end
+    end
+  end
+  return n == 0, "1 with 2 in " .. n .. " steps of epochs 31-60"
+end)
+check("flca, several owners: a job that reports itself slowed by its region counts takes no other user's time", function()
+  -- job 1 reports 1000 regions/s in its first steps, then 250 (a quarter of
+  -- its best: slowed, or lying); 2-6 report 1000 throughout.  One owner:
+  -- the ledger owes job 1 for its low speed and it gets far more CPU than
+  -- the others; jobs 2-6 of another owner: its speed counts at least 1 and
+  -- its CPU is the others' (fails without: as with one owner)
+  local function share(owners)
+    local p, params = load_policy("flca", { characterize = "no", cpu_progress = "no" })
+    local node = fake.node { cores = 8 }
+    local steps = 0
+    node:add { threads = 8, owner = owners[1], regions = function() return steps < 6 and 1000 or 250 end }
+    for i = 2, 6 do node:add { threads = 8, owner = owners[i], regions = function() return 1000 end } end
+    for _ = 1, 80 do
+      local _, plan = run_epoch(node, p, params)
+      steps = steps + #plan
+    end
+    local others = 0
+    for i = 2, 6 do others = others + node.jobs[i].cpu_time end
+    return node.jobs[1].cpu_time / (others / 5)
+  end
+  local one, two = share { 1, 1, 1, 1, 1, 1 }, share { 1, 2, 2, 2, 2, 2 }
+  return one > 1.5 and two < 1.2, ("job 1's CPU over the others' mean: one owner %.2f, two owners %.2f"):format(one, two)
+end)
 -- n jobs of class S on 8 cores with counters: 1 and 2 run at 3/4 of their
 -- speed beside each other (IPC 0.45 against 0.6), full speed beside any other
 local function hurting_pair_node(n)
