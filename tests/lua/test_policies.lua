@@ -798,6 +798,30 @@ check("flca pairing = measured: region counts choose partners among one owner's 
   return one == one_all and one_all > 0 and two * 2 <= two_all,
          ("one owner: 1 with 4 in %d of %d; two owners: %d of %d"):format(one, one_all, two, two_all)
 end)
+check("flca owners: when the other owner's job leaves, a job's region counts choose its partner again", function()
+  -- job 1 (owner 1) reports full speed beside job 4 only; job 5 of owner 2
+  -- is live for 30 epochs, then leaves: from then on 1 is paired with 4
+  -- whenever it runs, as with one owner from the start
+  local p, params = load_policy("flca", { characterize = "no", cpu_progress = "no" })
+  local node = fake.node { cores = 8 }
+  node:add { threads = 8, owner = 1, regions = function(o) return o[1] == 4 and 1000 or 300 end }
+  for _ = 2, 4 do node:add { threads = 8, owner = 1, regions = function() return 1000 end } end
+  node:add { threads = 8, owner = 2, regions = function() return 1000 end }
+  local before, n, all = 0, 0, 0
+  for e = 1, 70 do
+    if e == 31 then node:remove(5) end
+    local _, plan = run_epoch(node, p, params)
+    for _, st in ipairs(plan) do
+      local ids = ids_of(st)
+      if e > 10 and e <= 30 and ids == "1,4" then before = before + 1 end
+      if e > 50 and ids:match("^1,") then
+        all = all + 1
+        if ids == "1,4" then n = n + 1 end
+      end
+    end
+  end
+  return all > 0 and n == all, ("1 with 4: %d steps in epochs 11-30 (two owners), %d of %d in 51-70"):format(before, n, all)
+end)
 check("flca, several owners: region-count jobs stay silent for LCA's rule (hints keep S from C); one owner learns the same", function()
   -- hinted S, C, S, C, S, C; beside the other class a job does 500 regions/s,
   -- else 1000 (true counts).  One owner: learnt, no S-C pair; two owners:
