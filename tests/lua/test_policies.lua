@@ -288,6 +288,17 @@ local function ids_of(step)
   table.sort(l)
   return table.concat(l, ",")
 end
+-- run EPOCHS epochs; the steps after epoch AFTER that run exactly IDS ("1,2")
+local function steps_running(node, p, params, epochs, after, ids)
+  local n = 0
+  for e = 1, epochs do
+    local _, plan = run_epoch(node, p, params)
+    for _, st in ipairs(plan) do
+      if e > after and ids_of(st) == ids then n = n + 1 end
+    end
+  end
+  return n
+end
 check("flca (paper's), 6 jobs, one LLC: K = 4, two steps of 2 quanta, LCA pairs of the 4 oldest, folded", function()
   local p, params, node = hinted("flca", 8, 1, { "S", "C", "N", "C", "S", "N" }, PAPER)
   local ran, plan = run_epoch(node, p, params)
@@ -755,14 +766,7 @@ check("flca pairing = measured: without counters, learnt from region throughput 
     node:add { threads = 8, regions = stream }
     node:add { threads = 8, regions = function() return 1000 end }
     node:add { threads = 8, regions = function() return 1000 end }
-    local n = 0
-    for e = 1, 40 do
-      local _, plan = run_epoch(node, p, params)
-      for _, st in ipairs(plan) do
-        if e > 20 and ids_of(st) == "1,2" then n = n + 1 end
-      end
-    end
-    return n
+    return steps_running(node, p, params, 40, 20, "1,2")
   end
   local on, off = together("yes"), together("no")
   return on == 0 and off >= 5, on .. " " .. off
@@ -851,28 +855,6 @@ check("flca, several owners: region-count jobs stay silent for LCA's rule (hints
   local b2, a2 = sc { 1, 1, 1, 2, 2, 2 }
   return b1 == 0 and b2 == 0 and a1 > 0 and a2 > 0, ("S-C pairs: one owner %d of %d, two %d of %d"):format(b1, a1, b2, a2)
 end)
-check("flca, several owners: counters still learn per pair (only region counts are held back)", function()
-  -- the hurting pair with counters: 1 and 2 slow each other; 1, 3 of one
-  -- owner, 2, 4 of another: learnt, 1 and 2 are kept apart as with one owner
-  local p, params = load_policy("flca", {})
-  local BW = { l1 = 10, l2 = 10, llc = 10 }
-  local node = fake.node { cores = 8, counters = true }
-  local function hurt(mate)
-    return function(others) return others[1] == mate and 0.45 or 0.6 end
-  end
-  node:add { class = "S", ipc = hurt(2), bw = BW, owner = 1 }
-  node:add { class = "S", ipc = hurt(1), bw = BW, owner = 2 }
-  node:add { class = "S", ipc = 0.6, bw = BW, owner = 1 }
-  node:add { class = "S", ipc = 0.6, bw = BW, owner = 2 }
-  local n = 0
-  for e = 1, 60 do
-    local _, plan = run_epoch(node, p, params)
-    for _, st in ipairs(plan) do
-      if e > 30 and ids_of(st) == "1,2" then n = n + 1 end
-    end
-  end
-  return n == 0, "1 with 2 in " .. n .. " steps of epochs 31-60"
-end)
 check("flca, several owners: a job that reports itself slowed by its region counts takes no other user's time", function()
   -- job 1 reports 1000 regions/s in its first steps, then 250 (a quarter of
   -- its best: slowed, or lying); 2-6 report 1000 throughout.  One owner:
@@ -898,17 +880,26 @@ check("flca, several owners: a job that reports itself slowed by its region coun
 end)
 -- n jobs of class S on 8 cores with counters: 1 and 2 run at 3/4 of their
 -- speed beside each other (IPC 0.45 against 0.6), full speed beside any other
-local function hurting_pair_node(n)
+-- (job i's owner: owners[i], nil without)
+local function hurting_pair_node(n, owners)
+  owners = owners or {}
   local BW = { l1 = 10, l2 = 10, llc = 10 }
   local node = fake.node { cores = 8, counters = true }
   local function hurt(mate)
     return function(others) return others[1] == mate and 0.45 or 0.6 end
   end
-  node:add { class = "S", ipc = hurt(2), bw = BW }
-  node:add { class = "S", ipc = hurt(1), bw = BW }
-  for _ = 3, n do node:add { class = "S", ipc = 0.6, bw = BW } end
+  node:add { class = "S", ipc = hurt(2), bw = BW, owner = owners[1] }
+  node:add { class = "S", ipc = hurt(1), bw = BW, owner = owners[2] }
+  for i = 3, n do node:add { class = "S", ipc = 0.6, bw = BW, owner = owners[i] } end
   return node
 end
+check("flca, several owners: counters still learn per pair (only region counts are held back)", function()
+  -- the hurting pair with counters: 1 and 2 slow each other; 1, 3 of one
+  -- owner, 2, 4 of another: learnt, 1 and 2 are kept apart as with one owner
+  local p, params = load_policy("flca", {})
+  local n = steps_running(hurting_pair_node(4, { 1, 2, 1, 2 }), p, params, 60, 30, "1,2")
+  return n == 0, "1 with 2 in " .. n .. " steps of epochs 31-60"
+end)
 check("flca select = weighted: a gang-only job that is the oldest runs alone on every cpu (the K oldest then), never starves", function()
   -- job 1 loses 5x its IPC folded (lock contention: gang_only after its
   -- characterization); 2-6 fold freely.  n = 6 > K = 4, so weighted
