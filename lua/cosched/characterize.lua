@@ -148,6 +148,37 @@ reference is the characterized value, not the previous step (as in paper
 info() keeps its previous results until the new standalone phase completes
 them.
 
+DEFERRED
+
+With folded_phase = "deferred" the folded phase is not run alone: the job
+is ready (and its result handed back) once its standalone phase is in, with
+ipc_folded, fp and cores_folded nil and info.folded_pending = true, and its
+folded reference comes from the steps the policy runs it on k_f = ceil(k_s
+/ 2) cores ("cores used" as above, counted, at least half a quantum long):
+  - a step isolated as a characterization step is (no other job on its
+    cores; no running job other than class N ones in its LLC domain, unless
+    the job is N itself) counts as a folded step; folded_quanta of them set
+    ipc_folded, fp, gang_only as the folded phase would;
+  - a step beside another job can only have lowered the job's IPC
+    (contention), so a slowdown IPC_standalone / IPC there within
+    lock_slowdown proves the job is not gang_only: nothing more is asked
+    (the reference still waits for an isolated step); beyond it, the
+    folded phase runs as usual, alone, at the next plan_step() (the job is
+    pending again, phase "folded"), to tell locks from contention.
+A job measured folded alone so hands its result back again (a
+characterization step was spent; the engine counts it as a
+characterization), and so does one found gang_only from an isolated step:
+the profile store must know.  What it saves: paper 001's protocol leaves the half of
+the LLC domain that the folded job does not use to class N jobs only (Sec.
+3.1), i.e. idle while no ready N job exists, folded_quanta quanta per
+characterization: on the simulator's 4-job cells 0.3-0.7 % of the mean
+throughput (flca, docs/eval/issue24.md).  What it costs: a lock-bound job
+runs one pair round folded before it is measured alone; fp and ipc_folded
+stay unknown for a job never run folded in isolation, so policies that age
+by FP (fop, flca with ageing = fop) keep "alone", the default.  Seeded from
+a stored profile without ipc_folded (one made this way), a job takes the
+same route.
+
 STORED PROFILES
 
 A job whose snapshot entry has job.stored (the profile store's entry for
@@ -187,15 +218,18 @@ bandwidth does not loop.
 API
 
 ch.defaults
-    { standalone_quanta = 2, folded_quanta = 1, phase_threshold = 0.20,
+    { standalone_quanta = 2, folded_quanta = 1, folded_phase = "alone", phase_threshold = 0.20,
       phase_confirm = 2, lock_slowdown = 2.5, reuse_threshold = 2,
       l1_activity = 0.15 }
 
 ch.new([params]) -> c
-    params (numbers or numeric strings, as snap.params gives them; nil =
+    params (numbers or numeric strings, as snap.params gives them, and
+    folded_phase's word; nil =
     default; unknown keys are an error):
       standalone_quanta  integer >= 1   counted steps of the standalone phase
       folded_quanta      integer >= 0   counted steps of the folded phase (0: no FP)
+      folded_phase       "alone"        the folded phase alone, after the standalone one
+                         | "deferred"   from the job's own folded steps (DEFERRED)
       phase_threshold    number > 0     relative change that counts as a deviation
       phase_confirm      integer >= 1   consecutive deviating comparable steps
       lock_slowdown      number > 1     IPC_standalone / IPC_folded above which gang_only
@@ -245,6 +279,8 @@ c:info(id) -> table or nil
       characterizing  bool;  phase "standalone"|"folded"|nil
       ready           not characterizing
       gang_only, degraded                    bools
+      folded_pending  folded_phase = deferred: the folded reference not
+                      measured yet (ipc_folded, fp nil)
       stored          seeded from job.stored, not characterized since
       recharacterizations   characterizations started after the first
                             (phase changes, retries, recharacterize())
@@ -290,6 +326,7 @@ local floor, ceil, min, max, abs = math.floor, math.ceil, math.min, math.max, ma
 M.defaults = {
   standalone_quanta = 2,
   folded_quanta = 1,
+  folded_phase = "alone",
   phase_threshold = 0.20,
   phase_confirm = 2,
   lock_slowdown = 2.5,
@@ -300,6 +337,7 @@ M.defaults = {
 local rules = {
   standalone_quanta = { int = true, lo = 1, what = "an integer >= 1" },
   folded_quanta     = { int = true, lo = 0, what = "an integer >= 0" },
+  folded_phase      = { choices = { alone = true, deferred = true }, what = "alone or deferred" },
   phase_threshold   = { lo = 0, open = true, what = "a number > 0" },
   phase_confirm     = { int = true, lo = 1, what = "an integer >= 1" },
   lock_slowdown     = { lo = 1, open = true, what = "a number > 1" },
@@ -322,6 +360,12 @@ local function param(params, key)
   local v = params[key]
   if v == nil then return M.defaults[key] end
   local r = rules[key]
+  if r.choices then
+    if type(v) ~= "string" or not r.choices[v] then
+      error(("characterize.new: %s must be %s, got '%s'"):format(key, r.what, tostring(v)), 3)
+    end
+    return v
+  end
   local n = (type(v) == "number" or type(v) == "string") and tonumber(v) or nil
   if n == nil or n ~= n or n == HUGE or n == -HUGE or n < r.lo or (r.open and n == r.lo)
       or (r.int and n ~= floor(n)) then
@@ -479,6 +523,7 @@ local function start(self, rec)
   rec.characterizing = true
   rec.phase = "standalone"
   rec.acc, rec.facc = nil, nil
+  rec.fold_due, rec.fold_cleared = false, false
   rec.missed, rec.usable, rec.strike = 0, 0, 0
   rec.attempts = rec.attempts + 1
   if rec.attempts > 1 then rec.recharacterizations = rec.recharacterizations + 1 end
@@ -524,13 +569,17 @@ local function finish_standalone(self, rec)
   rec.ipc_f, rec.fp, rec.bw_f, rec.k_f, rec.gang_only, rec.cyc_f = nil, nil, nil, nil, false, nil
   if p.folded_quanta == 0 or ceil(a.k / 2) >= a.k then
     finish(self, rec)
+  elseif p.folded_phase == "deferred" then
+    finish(self, rec)                   -- ready; the folded reference later (DEFERRED)
+    rec.fold_due = true
   else
     rec.phase = "folded"
     rec.acc = nil
   end
 end
 
-local function finish_folded(self, rec)
+-- the folded reference from the accumulated folded steps
+local function set_folded(self, rec)
   local a = rec.facc
   rec.ipc_f = a.ipc / a.w
   rec.cyc_f = a.c > 0 and { ipc = a.cipc / a.c } or nil
@@ -542,7 +591,30 @@ local function finish_folded(self, rec)
   else
     rec.fp, rec.gang_only = nil, false
   end
+  rec.fold_due, rec.facc = false, nil
+end
+
+local function finish_folded(self, rec)
+  set_folded(self, rec)
   finish(self, rec)
+end
+
+-- one folded step's measurements into rec.facc; true when folded_quanta
+-- steps are in
+local function add_folded(self, rec, job, k, jipc)
+  local m, w = job.last.metrics, job.last.wall
+  local a = rec.facc
+  if not a or a.k ~= k then
+    a = { k = k, w = 0, n = 0, ipc = 0, llc = 0, llc_w = 0, c = 0, cipc = 0 }
+    rec.facc = a
+  end
+  a.w, a.n = a.w + w, a.n + 1
+  a.ipc = a.ipc + jipc * w
+  local ci = per_cpu(job)
+  if ci then a.c, a.cipc = a.c + w, a.cipc + ci * w end
+  local llc = num(m, "bw_llc")
+  if llc then a.llc, a.llc_w = a.llc + llc * w, a.llc_w + w end
+  return a.n >= self.p.folded_quanta
 end
 
 -- a step the job ran as asked, isolated, long enough: use it
@@ -577,19 +649,8 @@ local function consume(self, rec, job, ask)
     if a.n >= self.p.standalone_quanta then finish_standalone(self, rec) end
   else
     if not jipc then return miss(self, rec) end
-    local a = rec.facc
-    if not a or a.k ~= ask.k then
-      a = { k = ask.k, w = 0, n = 0, ipc = 0, llc = 0, llc_w = 0, c = 0, cipc = 0 }
-      rec.facc = a
-    end
-    a.w, a.n = a.w + w, a.n + 1
-    a.ipc = a.ipc + jipc * w
-    local ci = per_cpu(job)
-    if ci then a.c, a.cipc = a.c + w, a.cipc + ci * w end
-    local llc = num(m, "bw_llc")
-    if llc then a.llc, a.llc_w = a.llc + llc * w, a.llc_w + w end
     rec.usable = rec.usable + 1
-    if a.n >= self.p.folded_quanta then finish_folded(self, rec) end
+    if add_folded(self, rec, job, ask.k, jipc) then finish_folded(self, rec) end
   end
 end
 
@@ -668,6 +729,34 @@ local function watch(self, rec, job, t, dom_cnt, core_cnt)
   end
 end
 
+-- folded_phase = deferred: a ready job that ran folded (DEFERRED)
+local function fold_watch(self, rec, job, t, dom_cnt, core_cnt)
+  local want = ceil(rec.k_s / 2)
+  if min(rec.threads, cores_in(t, ran_on(job) or job.cpus)) ~= want then return end
+  local jipc = M.job_ipc(job)
+  if not jipc then return end
+  local n = class_of(rec) == "N"
+  if isolated(t, job, n and 0 or 1, n, dom_cnt, core_cnt) then
+    if add_folded(self, rec, job, want, jipc) then
+      set_folded(self, rec)
+      -- a lock-bound job is news for the profile store (and every later plan)
+      if rec.gang_only then self.done[rec.id] = true end
+    end
+  elseif not rec.fold_cleared then
+    -- a co-runner only lowers the IPC: a slowdown within the bound beside
+    -- one proves the job is not lock-bound; beyond it, measure it alone
+    if jipc * self.p.lock_slowdown >= rec.ipc_s then
+      rec.fold_cleared = true
+    else
+      self.seq = self.seq + 1
+      rec.seq = self.seq
+      rec.characterizing, rec.phase = true, "folded"
+      rec.facc, rec.missed, rec.strike = nil, 0, 0
+      self.queue[#self.queue + 1] = { id = rec.id, seq = rec.seq }
+    end
+  end
+end
+
 -- a finite number (any sign) from a table, else nil
 local function finite(t, key)
   local v = t and t[key]
@@ -727,7 +816,11 @@ function C:update(snap)
       rec = { id = id, attempts = 0, recharacterizations = 0, discarded = 0, gang_only = false }
       recs[id] = rec
       nrecs = nrecs + 1
-      if not seed(rec, job.stored) then
+      if seed(rec, job.stored) then
+        -- a profile without the folded reference: take it as DEFERRED says
+        rec.fold_due = self.p.folded_phase == "deferred" and rec.ipc_f == nil and not rec.gang_only
+          and rec.k_s ~= nil and ceil(rec.k_s / 2) < rec.k_s and (rec.ipc_s or 0) > 0
+      else
         if snap.counters == "none" then
           -- nothing can be measured on this run: no quanta are spent on a
           -- characterization that cannot end (NO COUNTERS); the job is
@@ -797,6 +890,7 @@ function C:update(snap)
         end
       elseif last.counted and last.wall >= half then
         watch(self, rec, job, t, dom_cnt, core_cnt)
+        if rec.fold_due and not rec.characterizing then fold_watch(self, rec, job, t, dom_cnt, core_cnt) end
       end
     end
   end
@@ -961,6 +1055,7 @@ function C:info(id)
     phase = rec.characterizing and rec.phase or nil,
     ready = not rec.characterizing,
     gang_only = rec.gang_only,
+    folded_pending = rec.fold_due or false,
     degraded = rec.degraded or false,
     stored = rec.stored or false,
     recharacterizations = rec.recharacterizations,

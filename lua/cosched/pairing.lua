@@ -679,11 +679,12 @@ function M.source(params)
 end
 
 --- source(), then init(), from a policy's parameters (characterize,
---- standalone_quanta, folded_quanta): the source of lca, flca, fop and the
---- balance policies.
-function M.source_of(params)
+--- standalone_quanta, folded_quanta) and cosched.characterize's folded_phase
+--- (nil: its default): the source of lca, flca, fop and the balance policies.
+function M.source_of(params, folded_phase)
   local src = M.source { characterize = params.characterize }
-  src:init { standalone_quanta = params.standalone_quanta, folded_quanta = params.folded_quanta }
+  src:init { standalone_quanta = params.standalone_quanta, folded_quanta = params.folded_quanta,
+             folded_phase = folded_phase }
   return src
 end
 

@@ -79,6 +79,19 @@ Plan, every epoch:
      part.left; one ready class N job may use part.shared.  While any
      characterization is pending the epoch is a single step of one quantum
      (the module measures the plan's last step).
+     The folded quantum (folded_phase = auto): with ageing = progress,
+     deferred (cosched.characterize, DEFERRED): the job is ready after its
+     standalone quanta and its folded reference comes from its pair
+     rounds; only a job slowed beyond lock_slowdown beside its partner is
+     measured folded alone (locks or contention?).  Paper 001's protocol
+     (alone) runs the job folded alone, its domain's other half open to
+     ready N jobs only: idle while none is ready, i.e. when jobs arrive
+     together.  Measured (docs/eval/issue24.md, "Characterization without
+     an idle half"): in the simulator's 4-job cells, 0.3-0.7 % of the mean;
+     paper004 4 low went from below tft (1.045 vs 1.047, both seeds) to
+     above it (1.052).  Progress ageing needs IPC_standalone only (FP and
+     IPC_folded serve FOP's Age and CP's reference), so ageing = fop keeps
+     the paper's protocol (alone).
   2. Ages of the ready jobs (cosched.ageing):
        WT  = job.waited: seconds since the job last ran; the engine resets
              it to 0 whenever the job runs in a step (and it stays 0 while
@@ -339,6 +352,10 @@ Parameters (--policy-opt key=value):
                      (no counters on the run: hints only, no quanta spent measuring)
   continue_epoch = yes   yes: a job's end or restart does not cut the epoch (step 6); no: select anew
   standalone_quanta, folded_quanta: passed to cosched.characterize
+  folded_phase = auto  the characterization's folded quanta: alone (paper 001), deferred
+                     (from the job's pair rounds; alone only for a job slowed beyond
+                     lock_slowdown beside its partner), auto: deferred with ageing =
+                     progress, alone with fop (step 1)
 
 When not to use it: jobs with fewer threads than half the node gain nothing
 from folding; jobs with heavy lock contention that the characterization
@@ -576,6 +593,7 @@ return {
     continue_epoch = { default = "yes", help = "yes: a job ending or restarting mid-epoch does not cut the epoch; no: select anew" },
     standalone_quanta = { default = 2, help = "characterization: quanta measured alone" },
     folded_quanta = { default = 1, help = "characterization: quanta measured folded" },
+    folded_phase = { default = "auto", help = "characterization's folded quanta: alone (paper 001: folded alone, half the LLC domain idle), deferred (from the job's own folded steps; alone only for a job that may be lock-bound), auto (deferred with ageing = progress, alone with fop, whose age needs FP)" },
   },
 
   init = function(params)
@@ -598,7 +616,12 @@ return {
     end
     continue_epoch = params.continue_epoch == "yes"
     epoch = nil
-    src = pairing.source_of(params)
+    local fold = params.folded_phase
+    if fold ~= "auto" and fold ~= "alone" and fold ~= "deferred" then
+      error(("folded_phase = '%s': expected auto, alone or deferred"):format(tostring(fold)), 0)
+    end
+    if fold == "auto" then fold = params.ageing == "fop" and "alone" or "deferred" end
+    src = pairing.source_of(params, fold)
     if params.cp_ref ~= "standalone" and params.cp_ref ~= "nearest" then
       error(("cp_ref = '%s': expected standalone or nearest"):format(tostring(params.cp_ref)), 0)
     end

@@ -480,8 +480,10 @@ expect_error("a boolean is refused", function() ch.new { phase_confirm = true } 
     "characterize.new: phase_confirm must be an integer >= 1, got 'true'")
 expect_error("an unknown parameter is refused, naming the accepted ones",
     function() ch.new { phase_treshold = 0.3 } end,
-    "characterize.new: unknown parameter 'phase_treshold' (accepted: folded_quanta, l1_activity, " ..
+    "characterize.new: unknown parameter 'phase_treshold' (accepted: folded_phase, folded_quanta, l1_activity, " ..
     "lock_slowdown, phase_confirm, phase_threshold, reuse_threshold, standalone_quanta)")
+expect_error("folded_phase other than alone or deferred is refused", function() ch.new { folded_phase = "later" } end,
+    "characterize.new: folded_phase must be alone or deferred, got 'later'")
 expect_error("params that are not a table are refused", function() ch.new(5) end,
     "characterize.new: params must be a table or nil, got '5'")
 
@@ -1329,6 +1331,114 @@ check("job.stored without bw or numbers: ready, class kept, measurements nil", f
     sim:look(c)
     local i = c:info(id)
     return i.ready and i.class == "S" and i.gang_only and i.ipc_standalone == nil and i.bw.llc == nil
+end)
+
+-- ------------------------------------------------------------------ folded_phase = deferred
+local DEFER = { folded_phase = "deferred" }
+
+-- one job characterized alone with folded_phase = deferred, its result taken
+local function deferred(beh)
+    local i, sim, c, id, steps = characterize(beh, { params = DEFER })
+    return i, sim, c, id, steps, c:results()
+end
+
+-- a policy: job a folded on cpus 0-3 and, when given, b on 4-7
+local function folded_policy(a, b)
+    return function()
+        local jobs = { { id = a, cpus = { 0, 1, 2, 3 } } }
+        if b then jobs[2] = { id = b, cpus = { 4, 5, 6, 7 } } end
+        return { jobs = jobs }
+    end
+end
+
+check("deferred: ready after the standalone phase, no folded quantum, the result handed back then", function()
+    local i, sim, _, id, steps, r = deferred(app("3mm"))
+    local folded = false
+    for _, p in ipairs(sim.placed_phases) do if p == "folded" then folded = true end end
+    return i.ready and steps == 2 and not folded and i.folded_pending and i.ipc_folded == nil
+        and i.fp == nil and not i.gang_only and #r == 1 and r[1].ipc_folded == nil,
+        ("steps %d folded %s pending %s #r %d"):format(steps, tostring(folded), tostring(i.folded_pending), #r)
+end)
+
+check("deferred: a folded step without a non-N co-runner in the LLC is the folded measurement (ep, FP 0.5)", function()
+    local _, sim, c, id = deferred(app("ep"))
+    sim:run(c, 1, folded_policy(id)); sim:look(c)
+    local i = c:info(id)
+    return not i.folded_pending and near(i.fp, 0.5) and i.cores_folded == 4 and not i.gang_only
+        and #c:results() == 0, ("fp %s pending %s"):format(f(i.fp), tostring(i.folded_pending))
+end)
+
+-- 3mm, characterized (deferred), then folded beside stream, losing `contend`
+-- of its IPC to it: its info, sim, c, its id and stream's
+local function deferred_beside_stream(over)
+    local sim, c = Sim.new(flat8()), ch.new(DEFER)
+    local a = sim:add(app("3mm", over))
+    local b = sim:add(app("stream"))
+    sim:run(c, 4); sim:look(c)
+    c:results()
+    sim:run(c, 1, folded_policy(a, b)); sim:look(c)
+    return c:info(a), sim, c, a, b
+end
+
+check("deferred: folded beside an S job and slowed within lock_slowdown: not lock-bound, no quantum spent", function()
+    -- 3mm folded keeps 0.5 of its IPC, beside stream 0.9 of that: 2.2x < 2.5
+    local i = deferred_beside_stream { contend = 0.9 }
+    return i.ready and not i.characterizing and not i.gang_only and i.ipc_folded == nil and i.folded_pending,
+        ("ready %s gang_only %s"):format(tostring(i.ready), tostring(i.gang_only))
+end)
+
+check("deferred: slowed beyond lock_slowdown beside a co-runner, the job is measured folded alone: contention, not locks", function()
+    -- 0.5 x 0.6 = 0.3 of its IPC beside stream (3.3x): alone folded it keeps 0.5
+    local i, sim, c, a = deferred_beside_stream { contend = 0.6 }
+    local asked = i.characterizing and i.phase == "folded"
+    local part = c:plan_step(sim:look(c))
+    local alone = #part.jobs == 1 and part.jobs[1].id == a and #part.jobs[1].cpus == 4
+    sim:run(c, 1); sim:look(c)
+    local j = c:info(a)
+    local r = c:results()
+    return asked and alone and j.ready and not j.gang_only and near(j.fp, 0.5) and #r == 1 and r[1].id == a
+        and near(r[1].ipc_folded, j.ipc_folded), ("asked %s alone %s fp %s #r %d"):format(tostring(asked),
+        tostring(alone), f(j.fp), #r)
+end)
+
+check("deferred: a lock-bound C job (folded IPC 0.3x) is found gang_only, and its result handed back", function()
+    local i = deferred_beside_stream { scale = function(k) return k >= 8 and 1 or 0.3 end }
+    local _, sim, c, a = deferred_beside_stream { scale = function(k) return k >= 8 and 1 or 0.3 end }
+    sim:run(c, 1); sim:look(c)
+    local j = c:info(a)
+    local r = c:results()
+    return i.characterizing and j.gang_only and near(j.fp, 0.7) and #r == 1 and r[1].gang_only == true,
+        ("gang_only %s fp %s #r %d"):format(tostring(j.gang_only), f(j.fp), #r)
+end)
+
+check("deferred: once cleared, a later slowdown beyond the bound beside a co-runner asks for nothing", function()
+    local _, sim, c, a, b = deferred_beside_stream { contend = 0.9 }
+    sim:job(a).ipc_mult = 0.6
+    sim:run(c, 1, folded_policy(a, b)); sim:look(c)
+    local i = c:info(a)
+    return i.ready and not i.characterizing, tostring(i.phase)
+end)
+
+check("deferred: a stored profile without the folded reference takes it from the job's folded steps", function()
+    local i0 = characterize(app("gemm"), { params = DEFER })
+    local sim, c = Sim.new(flat8()), ch.new(DEFER)
+    local id = sim:add(app("gemm"), 8)
+    sim:job(id).stored = stored_of(i0)
+    sim:look(c)
+    local pending = c:info(id).folded_pending and c:info(id).ready
+    sim:run(c, 1, folded_policy(id)); sim:look(c)
+    local i = c:info(id)
+    return pending and not i.folded_pending and near(i.fp, 0.5), ("pending %s fp %s"):format(tostring(pending), f(i.fp))
+end)
+
+check("alone (the default): a stored profile without the folded reference stays so", function()
+    local i0 = characterize(app("gemm"), { params = DEFER })
+    local sim, c = Sim.new(flat8()), ch.new()
+    local id = sim:add(app("gemm"), 8)
+    sim:job(id).stored = stored_of(i0)
+    sim:run(c, 1, folded_policy(id)); sim:look(c)
+    local i = c:info(id)
+    return not i.folded_pending and i.fp == nil
 end)
 
 tap.finish()

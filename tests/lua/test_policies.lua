@@ -1445,4 +1445,37 @@ check("place: LLCs across NUMA boundaries (24 cores, 2 LLCs, 3 nodes = 4 islands
   return m[plan[1].jobs[1].cpus[1]] == 1, "first pair on node " .. tostring(m[plan[1].jobs[1].cpus[1]])
 end)
 
+-- flca with counters on a node of 8 cores, one LLC: four C jobs (Table 2's
+-- 3mm bandwidths) arriving at once, 12 epochs; the steps in which a core
+-- was given to nobody while a job waited frozen
+local function idle_characterizing(opts)
+  local _, row = fake.table2(srcdir)
+  local r = row["3mm"]
+  local p, params = load_policy("flca", opts)
+  local node = fake.node { cores = 8, counters = true }
+  for _ = 1, 4 do
+    node:add { bw = { l1 = r.bw_l1 / 1000, l2 = r.bw_l2 / 1000, llc = r.bw_llc / 1000 } }
+  end
+  local idle = 0
+  for _ = 1, 12 do
+    local snap = node:snapshot(params)
+    local plan = p.plan(snap)
+    local ok, err = fake.validate(snap, plan)
+    if not ok then error(err, 0) end
+    for _, step in ipairs(plan) do
+      local used = 0
+      for _, e in ipairs(step.jobs) do used = used + #e.cpus end
+      if used < 8 and #step.jobs < 4 then idle = idle + 1 end
+    end
+    node:run(plan)
+  end
+  return idle
+end
+
+check("flca characterizes without a folded quantum alone (folded_phase = auto: deferred under progress ageing)", function()
+  local d, a, f = idle_characterizing {}, idle_characterizing { folded_phase = "alone" },
+    idle_characterizing { ageing = "fop" }
+  return d == 0 and a == 4 and f == 4, ("default %d, alone %d, ageing = fop %d"):format(d, a, f)
+end)
+
 tap.finish()
