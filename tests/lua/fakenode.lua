@@ -22,7 +22,9 @@
 -- LLC, unless `numa = N` cuts N contiguous NUMA nodes independently;
 -- `numa_reverse = true` numbers them from the last cores).  No counters: every `last` has counted = false, as with --counters
 -- none; with counters = true, last.metrics gets ipc (per-cpu, from job.ipc and
--- the cpus the job used) so that cosched.characterize.job_ipc works.
+-- the cpus the job used) so that cosched.characterize.job_ipc works.  A job's
+-- `last` is its last step that ran; with last_step = true, as the engine's,
+-- the plan's last step for every job (ran = false, zero counts where frozen).
 
 local M = {}
 
@@ -79,7 +81,7 @@ function M.node(o)
   o = o or {}
   local topo = M.topology(o.cores or 8, o.llcs or 1, o.numa, o.numa_reverse)
   return setmetatable({ topo = topo, jobs = {}, epoch = 0, now = 0, quantum = o.quantum or 0.1,
-                        counters = o.counters or false, nextid = 1, runs = {} }, Node)
+                        counters = o.counters or false, last_step = o.last_step, nextid = 1, runs = {} }, Node)
 end
 
 function Node:add(spec)
@@ -190,6 +192,10 @@ function Node:run(plan, epoch_hook)
       else
         j.quanta_frozen = j.quanta_frozen + 1
         j.frozen = true
+        if self.last_step then            -- as the engine: every live job measured at the step's end
+          j.last = { wall = d, cpu = 0, ncpus = #j.cpus, counted = self.counters and true or false, ran = false,
+                     metrics = self.counters and { instructions = 0, cycles = 0 } or nil }
+        end
       end
     end
     self.now = self.now + d

@@ -1478,4 +1478,27 @@ check("flca characterizes without a folded quantum alone (folded_phase = auto: d
   return d == 0 and a == 4 and f == 4, ("default %d, alone %d, ageing = fop %d"):format(d, a, f)
 end)
 
+check("flca pairing = measured: a round that tries a pair runs last (only the plan's last step is measured), so the try is learnt", function()
+  -- job 1 runs at half speed beside 3 or 4, at full speed beside 2; 2-4
+  -- at full speed beside anyone.  Job 1 is the most owed, so its round
+  -- comes first; were the try not moved last, a pair of job 1 would stay
+  -- untried (valued above any measured pair) and be chosen again and again
+  -- (without the rule: job 1 beside 3 or 4 in every epoch of 21-60)
+  local p, params = load_policy("flca", {})
+  local BW = { l1 = 10, l2 = 10, llc = 10 }
+  local node = fake.node { cores = 8, counters = true, last_step = true }
+  node:add { class = "S", bw = BW, ipc = function(others) return (others[1] == 2 or not others[1]) and 0.6 or 0.3 end }
+  for _ = 2, 4 do node:add { class = "S", ipc = 0.6, bw = BW } end
+  local bad = 0
+  for e = 1, 60 do
+    local _, plan = run_epoch(node, p, params)
+    for _, st in ipairs(plan) do
+      local ids = {}
+      for _, j in ipairs(st.jobs) do ids[j.id] = true end
+      if e > 20 and ids[1] and (ids[3] or ids[4]) then bad = bad + 1 end
+    end
+  end
+  return bad <= 2, "job 1 beside 3 or 4 in " .. bad .. " steps of epochs 21-60"
+end)
+
 tap.finish()
