@@ -126,7 +126,8 @@ tr:cp(id) -> number (0 when never measured)
 tr.signal[id] -> "ipc", "regions" or "cpu": what the job's CP was measured
     from (nil: never measured)
 ledger() -> lg: what each job is owed against plain gang's progress (F-LCA's
-    ageing = progress; below, at its definition)
+    ageing = progress; below, at its definition); lg:planned(steps, snap)
+    after each plan, so that its next observe knows each job's width
 tr.fresh[id] -> the speed of the jobs measured anew by the last observe:
     IPC_last / IPC_standalone (against alone on the node); for a job with
     no IPC_standalone (no counters, or characterize = no) whose CP came
@@ -469,7 +470,11 @@ end
 --   signal[id] == "ipc" (IPC_last / IPC_standalone: progress per second of running;
 --   the tracker's tr.signal)
 --   the width is the cores it could keep busy, so CPU / width is the time it
---   ran; otherwise (region throughput against its own best at that width,
+--   ran: the CPUs the last plan gave it (lg:planned: per step min(threads,
+--   its CPUs), weighted by the steps' durations), else those of its last
+--   step (job.last.ncpus) - which is the plan's last step only: a job that
+--   ran in the first round of two was frozen in the last one, with the
+--   whole node as its cpus, so its progress counted half; otherwise (region throughput against its own best at that width,
 --   or nothing) the width is the cores it has alone (min(threads, node
 --   CPUs)): without any signal the ledger is fair on CPU time.  CPU time,
 --   not the step's wall time, so that a step seen by two plans counts once.
@@ -477,7 +482,8 @@ end
 --   (as CFS starts a task at min_vruntime), not at 0: after a long run the
 --   others may be far behind or ahead of gang.
 --   lg.owed[id]: seconds of standalone progress the job is behind gang (< 0:
---   ahead).  Jobs that left are forgotten.  A speed counts at least
+--   ahead).  lg:ratio(id): the progress it made since it arrived over
+--   gang's (dt / n summed), 1 until that is a standalone second.  Jobs that left are forgotten.  A speed counts at least
 --   MIN_SPEED (0.25): the region signal is the job's own count (its OpenMP
 --   page), and a job that reports itself slow would otherwise be owed
 --   without bound, at the others' expense; so no job, lying or truly
@@ -487,7 +493,34 @@ LG.__index = LG
 local MIN_SPEED = 0.25
 
 function M.ledger()
-  return setmetatable({ owed = {}, speed = {}, cpu = {}, now = nil }, LG)
+  return setmetatable({ owed = {}, speed = {}, cpu = {}, now = nil, width = {}, gang = {}, start = {} }, LG)
+end
+
+-- the widths the plan gives its jobs, for the next observe
+function LG:planned(steps, snap)
+  local threads, cs, ds = {}, {}, {}
+  for _, job in ipairs(snap.jobs) do threads[job.id] = job.threads end
+  for _, st in ipairs(steps) do
+    local d = (type(st.duration) == "number" and st.duration > 0) and st.duration or snap.quantum or 1
+    for _, e in ipairs(st.jobs) do
+      local k = math.min(#e.cpus, threads[e.id] or #e.cpus)
+      cs[e.id], ds[e.id] = (cs[e.id] or 0) + k * d, (ds[e.id] or 0) + d
+    end
+  end
+  local w = {}
+  for id, c in pairs(cs) do
+    if ds[id] > 0 and c > 0 then w[id] = c / ds[id] end
+  end
+  self.width = w
+end
+
+-- the job's progress since it arrived over what plain gang would have given
+-- it (1: its gang share; 2: twice), from at least one standalone second of
+-- gang progress on (1 before), at least 0.05
+function LG:ratio(id)
+  local g = self.gang[id]
+  if not g or g < 1 then return 1 end
+  return math.max((g - (self.owed[id] - self.start[id])) / g, 0.05)
 end
 
 function LG:observe(snap, fresh, signal)
@@ -511,8 +544,10 @@ function LG:observe(snap, fresh, signal)
     local threads = (type(job.threads) == "number" and job.threads >= 1) and job.threads or nil
     if owed[id] then
       owed[id] = owed[id] + dt / math.max(n, 1)
+      self.gang[id] = self.gang[id] + dt / math.max(n, 1)
     else
       owed[id] = floor or 0
+      self.gang[id], self.start[id] = 0, owed[id]
     end
     local rel = fresh and fresh[id]
     if type(rel) == "number" and rel == rel and rel >= 0 and rel < 4 then speed[id] = math.max(rel, MIN_SPEED) end
@@ -525,14 +560,14 @@ function LG:observe(snap, fresh, signal)
         -- seconds it ran are its CPU over the cores it kept busy.  Any other
         -- speed (regions against the job's own best at that width, or none)
         -- says nothing of width: its CPU over the cores it has alone
-        local width = (signal and signal[id] == "ipc") and math.min(l.ncpus, threads or l.ncpus)
+        local width = (signal and signal[id] == "ipc") and (self.width[id] or math.min(l.ncpus, threads or l.ncpus))
                       or math.max(1, math.min(threads or ncpu, ncpu > 0 and ncpu or threads or 1))
         owed[id] = owed[id] - (speed[id] or 1) * dc / width
       end
     end
   end
   for id in pairs(owed) do
-    if not live[id] then owed[id], speed[id], seen[id] = nil, nil, nil end
+    if not live[id] then owed[id], speed[id], seen[id], self.gang[id], self.start[id] = nil, nil, nil, nil, nil end
   end
 end
 

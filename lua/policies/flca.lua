@@ -132,21 +132,36 @@ Plan, every epoch:
      Weighted selection (select = weighted, the default): when more
      ready jobs than K * D wait, the K * D jobs are chosen as K * D / 2
      pairs at once (cosched.pairing.weighted) among the max(10, 2 K D)
-     oldest: the pairs whose sum over both members of (max(age, 0) + 0.01)
-     x max(its measured speed beside the other, 0.25) is largest (speeds as
+     oldest: the pairs whose sum over both members of w x max(its measured
+     speed beside the other, 0.25) is largest, w = age + 0.01 for a job
+     behind (age > 0), else 0.01 / r^alpha (below) (speeds as
      pairing = measured learns them; untried: 1.5), LCA's rule kept (a pair
      it forbids only where no choice of compatible pairs fills the epoch)
      unless pairing = measured.  The pairs are the units of step 4 (no
      completion, no lone rule); a gang-only oldest job, or n <= K * D,
      falls back to the K oldest.  With ageing = progress the age is what
      the job is owed (below): a job behind its gang share is served in the
-     pairs where it progresses best, and jobs at or ahead of their share
-     (age <= 0) count 0.01 each: the surplus goes to the pairs that run
-     fastest.  That is drift-plus-penalty (max-weight scheduling with
-     virtual queues for the constraint "every job at least its gang share",
-     V = 0.01 per job for throughput); the queues here are not reflected at
-     0 (a job ahead keeps its lead: with reflection the IQR of paper001 8
-     high, seed 2, rose from 0.19 to 0.45, mean 1.327 -> 1.302).
+     pairs where it progresses best, and the surplus (what the node gives
+     beyond every job's gang share) goes to jobs at or ahead of their share
+     (age <= 0) by weight 0.01 / r^alpha, r = the progress the job made
+     since it arrived over gang's (ageing ledger:ratio): the alpha-fair
+     rule of network utility maximisation (Mo and Walrand: alpha = 0 the
+     largest total, to the pairs that run fastest; 1 proportional
+     fairness; to infinity max-min).  That is drift-plus-penalty
+     (max-weight scheduling with virtual queues for the constraint "every
+     job at least its gang share", V = 0.01 / r^alpha per job, the
+     gradient of sum r^(1-alpha) / (1-alpha)); the queues here are not
+     reflected at 0 (a job ahead keeps its lead: with reflection the IQR of
+     paper001 8 high, seed 2, rose from 0.19 to 0.45, mean 1.327 -> 1.302).
+     alpha = 3, measured (docs/eval/issue24.md, "Counting progress right,
+     and sharing the surplus"): in the simulator's 8-job cells alpha = 0
+     held most jobs at their share exactly (median 1.01 of gang) and gave
+     the surplus to a few (IQR 0.43-0.46 at latbound 8 high, the what-if);
+     alpha = 2 left it at 0.33-0.34, alpha = 3 0.22-0.24 with the mean
+     above tft's in every cell (W >= L), alpha = 4 tied tft's wins and
+     losses where alpha = 3 kept a margin, alpha = 8 fell below tft in
+     three cells; on held-out mixes (seeds 3 and 4, 22 cells) alpha = 3
+     kept both (IQR <= 0.23), alpha = 4 lost one.
      Starvation: FOP's bound below does not cover it; a waiting
      job's age grows without bound and its claim with it (its speed counts
      at least 0.25), so it is chosen once it outweighs the others (a test:
@@ -345,6 +360,9 @@ Parameters (--policy-opt key=value):
                      their measured speeds beside each other (pairing.match), learned per pair of
                      jobs ("Measured pairing" above)
   confidence = 1     pairing = measured: samples before a pair's estimate is trusted
+  alpha = 3          select = weighted with ageing = progress: how the surplus beyond the
+                     gang shares is shared (step 3): 0 to the fastest pairs, larger more
+                     evenly; 0 to 16
   ageing = progress  fop: Age = w1 WT/(n TQ) + w2 CP + w3 FP; progress: what the job is owed
                      against gang's progress (Progress ageing above)
   select = weighted  oldest: the K oldest, then paired; weighted: pairs by age x measured
@@ -496,12 +514,20 @@ end
 
 -- select = weighted: each member's speed beside the other (at least
 -- MIN_SCORE_SPEED: a job slow beside everyone keeps a claim that grows with
--- its age) weighted by its age (at least 0: ages under ageing = progress are
--- what a job is owed, 0 when it is not behind) plus V = 0.01
+-- its age) weighted by its age when it is owed (ageing = progress: what it
+-- is behind gang), plus V = 0.01; a job at or ahead of its share weighs V
+-- / ratio^alpha, ratio its progress over gang's (ledger:ratio; 1 without
+-- the ledger), so that the surplus is shared alpha-fairly (step 3)
 local MIN_SCORE_SPEED = 0.25
+local alpha
+local function weight(e)
+  if e.age > 0 then return e.age + 0.01 end
+  if alpha == 0 or not ledger then return 0.01 end
+  return 0.01 / ledger:ratio(e.id) ^ alpha
+end
 local function weighted_score(x, y)
-  return (math.max(x.age, 0) + 0.01) * math.max(value(x.id, y.id), MIN_SCORE_SPEED)
-       + (math.max(y.age, 0) + 0.01) * math.max(value(y.id, x.id), MIN_SCORE_SPEED)
+  return weight(x) * math.max(value(x.id, y.id), MIN_SCORE_SPEED)
+       + weight(y) * math.max(value(y.id, x.id), MIN_SCORE_SPEED)
 end
 -- the epoch in progress: { t0 = snap.now of its plan, rounds = { { units =,
 -- gang =, dur = }, ... } } (step 6); nil when none may be continued
@@ -591,6 +617,7 @@ return {
     ageing = { default = "progress", help = "fop: paper 001's Age (waiting, contention, folding); progress: the progress gang would have given the job since it arrived less what it made (cosched.ageing.ledger)" },
     select = { default = "weighted", help = "oldest: the K oldest jobs, then paired; weighted: the K / 2 pairs whose members' measured speeds beside each other, weighted by age, add up most (LCA's rule kept unless pairing = measured and one of the pair has given a speed)" },
     confidence = { default = 1, help = "pairing = measured: samples of a pair of jobs before its estimate is trusted" },
+    alpha = { default = 3, help = "select = weighted, ageing = progress: how the surplus beyond the gang shares is shared, alpha-fair: 0 to the fastest pairs, larger more evenly (a job weighs 1 / (its progress over gang's)^alpha)" },
     region_progress = { default = "yes", help = "yes: without counters, CP from the job's OpenMP region throughput (regions per second against its own best of late) where its last step completed 8 or more regions, else from CPU time; no: CPU time only" },
     cpu_progress = { default = "yes", help = "yes: without counters, CP from CPU time, a job's CPU per core held against its own best of late (another process on its cores slows it); no: CP = 0 without counters" },
     halves = { default = "alternate", help = "alternate: a pair's member that had the second half of its cores last time gets the first; fixed: the older member first" },
@@ -655,6 +682,10 @@ return {
     used_threads = choice("threads", "used", "declared") and ageing.busy_threads() or nil
     measured = choice("pairing", "measured", "lca")
     confidence = number(params, "confidence", 1)
+    alpha = number(params, "alpha", 0)
+    if alpha > 16 then
+      error(("alpha = '%s': expected a number from 0 to 16"):format(tostring(params.alpha)), 0)
+    end
     est, partner, spoke, any, regions, mixed = {}, {}, {}, {}, {}, false
     ledger = choice("ageing", "progress", "fop") and ageing.ledger() or nil
     weighted = choice("select", "weighted", "oldest")
@@ -824,6 +855,7 @@ return {
       epoch = nil
     end
     local plan_steps, results = src:finish(ctx, snap, steps)
+    if ledger then ledger:planned(plan_steps, snap) end
     return plan_steps, results,
       ageing.explain(snap, ctx, entries, plan_steps, n, tq, W, function(id) return tr:cp(id) end, function(id) return ageing.fp(ctx.info[id].fp) end,
       function(id) return tr.signal[id] end,

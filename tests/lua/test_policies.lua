@@ -1501,4 +1501,50 @@ check("flca pairing = measured: a round that tries a pair runs last (only the pl
   return bad <= 2, "job 1 beside 3 or 4 in " .. bad .. " steps of epochs 21-60"
 end)
 
+check("ageing.ledger: a job's width is the CPUs the plan gave it, not its last step's (a restarted instance is confined to all of them)", function()
+  -- one job, ran 2 s on 4 of 8 cpus at full speed (8 CPU-s); at the step's
+  -- end its instance restarted, confined to all 8: last.ncpus = 8.  Gang
+  -- gives it 2 s (n = 1), it made 2 s: owed 0 (with last.ncpus: 1)
+  local lg = ageing.ledger()
+  local cpus8 = { 0, 1, 2, 3, 4, 5, 6, 7 }
+  local function snap(now, cpu)
+    return { now = now, quantum = 1, cpus = cpus8, jobs = { { id = 1, threads = 8, cpu_time = cpu,
+             last = { wall = 2, cpu = cpu, ncpus = 8, ran = true } } } }
+  end
+  lg:observe(snap(0, 0), {}, {})
+  lg:planned({ { duration = 2, jobs = { { id = 1, cpus = { 0, 1, 2, 3 } } } } }, snap(0, 0))
+  lg:observe(snap(2, 8), { [1] = 1 }, { [1] = "ipc" })
+  return near(lg.owed[1], 0) and near(lg:ratio(1), 1), "owed " .. tostring(lg.owed[1])
+end)
+
+check("flca alpha: the surplus beyond the gang shares goes to the fastest pair with alpha = 0, more evenly with the default 3", function()
+  -- six jobs, every one ahead of its gang share beside anyone (0.6 of its
+  -- speed); 1 and 2 together 0.9.  K = 4 of 6 run per epoch: weighted
+  -- selection chooses, and with every job ahead only alpha tells it how
+  local function together(a)
+    local p, params = load_policy("flca", { alpha = a })
+    local BW = { l1 = 10, l2 = 10, llc = 10 }
+    local node = fake.node { cores = 8, counters = true, last_step = true }
+    for i = 1, 6 do
+      node:add { class = "S", bw = BW, ipc = function(others)
+        local o = others[1]
+        if not o then return 0.6 end
+        return (i <= 2 and o <= 2) and 1.08 or 0.72
+      end }
+    end
+    local n = 0
+    for e = 1, 150 do
+      local ran = node:run(p.plan(node:snapshot(params)))
+      for _, ids in ipairs(ran) do
+        local s = {}
+        for _, id in ipairs(ids) do s[id] = true end
+        if e > 50 and s[1] and s[2] then n = n + 1 end
+      end
+    end
+    return n
+  end
+  local fast, even = together(0), together(nil)
+  return fast >= 80 and even <= 65, ("1 with 2 in %d steps of epochs 51-150 with alpha = 0, %d with 3"):format(fast, even)
+end)
+
 tap.finish()
