@@ -529,9 +529,11 @@ local function weight(e)
   if alpha == 0 or not ledger then return 0.01 end
   return 0.01 / ledger:ratio(e.id) ^ alpha
 end
+-- (weights: per candidate, set once per selection before the pairs are scored)
+local weights = {}
 local function weighted_score(x, y)
-  return weight(x) * math.max(value(x.id, y.id), MIN_SCORE_SPEED)
-       + weight(y) * math.max(value(y.id, x.id), MIN_SCORE_SPEED)
+  return weights[x.id] * math.max(value(x.id, y.id), MIN_SCORE_SPEED)
+       + weights[y.id] * math.max(value(y.id, x.id), MIN_SCORE_SPEED)
 end
 -- the epoch in progress: { t0 = snap.now of its plan, rounds = { { units =,
 -- gang =, dur = }, ... } } (step 6); nil when none may be continued
@@ -738,6 +740,8 @@ return {
           -- one-pass selection, not a sort of every ready job)
           local cand = ageing.top(entries, math.max(10, 2 * K), function(e) return e.gang end)
           local function ok(a, b) return allowed(a, b, by_speed) end
+          weights = {}
+          for _, e in ipairs(cand) do weights[e.id] = weight(e) end
           chosen = pairing.weighted(cand, K // 2, weighted_score, ok)
           sel = {}
           for _, u in ipairs(chosen) do sel[#sel + 1], sel[#sel + 2] = u[1], u[2] end
