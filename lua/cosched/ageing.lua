@@ -499,7 +499,10 @@ end
 -- the widths the plan gives its jobs, for the next observe
 function LG:planned(steps, snap)
   local threads, cs, ds = {}, {}, {}
-  for _, job in ipairs(snap.jobs) do threads[job.id] = job.threads end
+  for _, job in ipairs(snap.jobs) do
+    local t = job.threads
+    if type(t) == "number" and t >= 1 then threads[job.id] = t end
+  end
   for _, st in ipairs(steps) do
     local d = (type(st.duration) == "number" and st.duration > 0) and st.duration or snap.quantum or 1
     for _, e in ipairs(st.jobs) do

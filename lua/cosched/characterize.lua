@@ -152,19 +152,28 @@ DEFERRED
 
 With folded_phase = "deferred" the folded phase is not run alone: the job
 is ready (and its result handed back) once its standalone phase is in, with
-ipc_folded, fp and cores_folded nil and info.folded_pending = true, and its
-folded reference comes from the steps the policy runs it on k_f = ceil(k_s
-/ 2) cores ("cores used" as above, counted, at least half a quantum long):
-  - a step isolated as a characterization step is (no other job on its
-    cores; no running job other than class N ones in its LLC domain, unless
-    the job is N itself) counts as a folded step; folded_quanta of them set
-    ipc_folded, fp, gang_only as the folded phase would;
-  - a step beside another job can only have lowered the job's IPC
-    (contention), so a slowdown IPC_standalone / IPC there within
-    lock_slowdown proves the job is not gang_only: nothing more is asked
-    (the reference still waits for an isolated step); beyond it, the
-    folded phase runs as usual, alone, at the next plan_step() (the job is
-    pending again, phase "folded"), to tell locks from contention.
+ipc_folded, fp and cores_folded nil and info.folded_pending = true, and the
+steps the policy runs it folded - on fewer cores than k_s ("cores used" as
+above; as many as the policy gave it: flca folds on half the LLC domain,
+4 cores for a 6-thread job of 8), counted, at least half a quantum long -
+do the folded phase's two jobs:
+  - the folded reference: a step isolated as a characterization step is
+    (no other job on its cores; no running job other than class N ones in
+    its LLC domain, unless the job is N itself) counts as a folded step;
+    folded_quanta of them at one width set ipc_folded, fp, gang_only as the
+    folded phase would.  flca's pairs beside non-N jobs never are, so under
+    it ipc_folded and fp mostly stay nil (a folded step's CP then uses
+    IPC_standalone as reference: cp_ref = nearest falls back);
+  - the lock check: a step beside another job can only have lowered the
+    job's IPC (contention), so a slowdown IPC_standalone / IPC there within
+    lock_slowdown proves the job is not gang_only: nothing more is asked;
+    beyond it, the folded phase runs as usual, alone on ceil(k_s / 2)
+    cores, at the next plan_step() (the job is pending again, phase
+    "folded"), to tell locks from contention.  The IPC is the job's, as in
+    the folded phase: another process taking CPU from it can also ask for
+    that quantum.  If that phase gets no measurement (give-up) the
+    standalone profile stands (not degraded) and the check is not asked
+    again.
 A job measured folded alone so hands its result back again (a
 characterization step was spent; the engine counts it as a
 characterization), and so does one found gang_only from an isolated step:
@@ -523,7 +532,7 @@ local function start(self, rec)
   rec.characterizing = true
   rec.phase = "standalone"
   rec.acc, rec.facc = nil, nil
-  rec.fold_due, rec.fold_cleared = false, false
+  rec.fold_due, rec.fold_cleared, rec.forced = false, false, false
   rec.missed, rec.usable, rec.strike = 0, 0, 0
   rec.attempts = rec.attempts + 1
   if rec.attempts > 1 then rec.recharacterizations = rec.recharacterizations + 1 end
@@ -547,6 +556,13 @@ local function finish(self, rec)
 end
 
 local function give_up(self, rec)
+  if rec.forced then
+    -- a deferred folded check that got no measurement: the standalone
+    -- profile stands, and the check is not asked for again
+    close(self, rec, rec.degraded or false)
+    rec.fold_due, rec.forced = false, false
+    return
+  end
   close(self, rec, true)
   rec.blind = rec.usable == 0
 end
@@ -596,6 +612,7 @@ end
 
 local function finish_folded(self, rec)
   set_folded(self, rec)
+  rec.forced = false
   finish(self, rec)
 end
 
@@ -731,13 +748,15 @@ end
 
 -- folded_phase = deferred: a ready job that ran folded (DEFERRED)
 local function fold_watch(self, rec, job, t, dom_cnt, core_cnt)
-  local want = ceil(rec.k_s / 2)
-  if min(rec.threads, cores_in(t, ran_on(job) or job.cpus)) ~= want then return end
+  -- folded: on fewer cores than standalone, as many as the policy gave it
+  -- (flca folds on half the LLC domain: 4 cores for a 6-thread job of 8)
+  local k = min(rec.threads, cores_in(t, ran_on(job) or job.cpus))
+  if not (k >= 1 and k < rec.k_s) then return end
   local jipc = M.job_ipc(job)
   if not jipc then return end
   local n = class_of(rec) == "N"
   if isolated(t, job, n and 0 or 1, n, dom_cnt, core_cnt) then
-    if add_folded(self, rec, job, want, jipc) then
+    if add_folded(self, rec, job, k, jipc) then
       set_folded(self, rec)
       -- a lock-bound job is news for the profile store (and every later plan)
       if rec.gang_only then self.done[rec.id] = true end
@@ -750,8 +769,8 @@ local function fold_watch(self, rec, job, t, dom_cnt, core_cnt)
     else
       self.seq = self.seq + 1
       rec.seq = self.seq
-      rec.characterizing, rec.phase = true, "folded"
-      rec.facc, rec.missed, rec.strike = nil, 0, 0
+      rec.characterizing, rec.phase, rec.forced = true, "folded", true
+      rec.facc, rec.missed = nil, 0
       self.queue[#self.queue + 1] = { id = rec.id, seq = rec.seq }
     end
   end

@@ -85,9 +85,11 @@ Plan, every epoch:
      (the module measures the plan's last step).
      The folded quantum (folded_phase = auto): with ageing = progress,
      deferred (cosched.characterize, DEFERRED): the job is ready after its
-     standalone quanta and its folded reference comes from its pair
-     rounds; only a job slowed beyond lock_slowdown beside its partner is
-     measured folded alone (locks or contention?).  Paper 001's protocol
+     standalone quanta, and its pair rounds check it for lock contention (a
+     slowdown within lock_slowdown beside a partner rules it out); only a
+     job slowed beyond it is measured folded alone (locks or contention?).
+     IPC_folded and FP come only from folded steps without a non-N
+     partner, so under flca they mostly stay unknown.  Paper 001's protocol
      (alone) runs the job folded alone, its domain's other half open to
      ready N jobs only: idle while none is ready, i.e. when jobs arrive
      together.  Measured (docs/eval/issue24.md, "Characterization without
@@ -147,7 +149,8 @@ Plan, every epoch:
      the job is owed (below): a job behind its gang share is served in the
      pairs where it progresses best, and the surplus (what the node gives
      beyond every job's gang share) goes to jobs at or ahead of their share
-     (age <= 0) by weight 0.01 / r^alpha, r = the progress the job made
+     (age <= 0) by weight 0.01 / r^alpha (at most 0.01: a job that arrives
+     starts level with the least owed, before any progress), r = the progress the job made
      since it arrived over gang's (ageing ledger:ratio): the alpha-fair
      rule of network utility maximisation (Mo and Walrand: alpha = 0 the
      largest total, to the pairs that run fastest; 1 proportional
@@ -379,7 +382,7 @@ Parameters (--policy-opt key=value):
   continue_epoch = yes   yes: a job's end or restart does not cut the epoch (step 6); no: select anew
   standalone_quanta, folded_quanta: passed to cosched.characterize
   folded_phase = auto  the characterization's folded quanta: alone (paper 001), deferred
-                     (from the job's pair rounds; alone only for a job slowed beyond
+                     (the lock check from the job's pair rounds; alone only for a job slowed beyond
                      lock_slowdown beside its partner), auto: deferred with ageing =
                      progress, alone with fop (step 1)
 
@@ -520,14 +523,16 @@ end
 -- MIN_SCORE_SPEED: a job slow beside everyone keeps a claim that grows with
 -- its age) weighted by its age when it is owed (ageing = progress: what it
 -- is behind gang), plus V = 0.01; a job at or ahead of its share weighs V
--- / ratio^alpha, ratio its progress over gang's (ledger:ratio; 1 without
--- the ledger), so that the surplus is shared alpha-fairly (step 3)
+-- / ratio^alpha (at most V), ratio its progress over gang's (ledger:ratio;
+-- 1 without the ledger), so that the surplus is shared alpha-fairly (step 3)
 local MIN_SCORE_SPEED = 0.25
 local alpha
 local function weight(e)
   if e.age > 0 then return e.age + 0.01 end
   if alpha == 0 or not ledger then return 0.01 end
-  return 0.01 / ledger:ratio(e.id) ^ alpha
+  -- at most V: a job that arrived late starts level with the least owed
+  -- (age <= 0) before it made any progress (ratio near 0)
+  return 0.01 * math.min(1, ledger:ratio(e.id) ^ -alpha)
 end
 -- (weights: per candidate, set once per selection before the pairs are scored)
 local weights = {}
@@ -688,8 +693,8 @@ return {
     used_threads = choice("threads", "used", "declared") and ageing.busy_threads() or nil
     measured = choice("pairing", "measured", "lca")
     confidence = number(params, "confidence", 1)
-    alpha = number(params, "alpha", 0)
-    if alpha > 16 then
+    alpha = tonumber(params.alpha)
+    if not alpha or not (alpha >= 0 and alpha <= 16) then
       error(("alpha = '%s': expected a number from 0 to 16"):format(tostring(params.alpha)), 0)
     end
     est, partner, spoke, any, regions, mixed = {}, {}, {}, {}, {}, false

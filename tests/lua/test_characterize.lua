@@ -440,7 +440,7 @@ end
 -- ------------------------------------------------------------------ parameters
 check("defaults: 2 standalone, 1 folded, threshold 0.20, confirm 2, lock_slowdown 2.5", function()
     local d = ch.defaults
-    return d.standalone_quanta == 2 and d.folded_quanta == 1 and d.phase_threshold == 0.20
+    return d.standalone_quanta == 2 and d.folded_quanta == 1 and d.folded_phase == "alone" and d.phase_threshold == 0.20
         and d.phase_confirm == 2 and d.lock_slowdown == 2.5 and d.reuse_threshold == 2
         and d.l1_activity == 0.15
 end)
@@ -1429,6 +1429,34 @@ check("deferred: a stored profile without the folded reference takes it from the
     sim:run(c, 1, folded_policy(id)); sim:look(c)
     local i = c:info(id)
     return pending and not i.folded_pending and near(i.fp, 0.5), ("pending %s fp %s"):format(tostring(pending), f(i.fp))
+end)
+
+check("deferred: a 6-thread job folded on 4 of 8 cores (flca's halves) is checked there: lock-bound, found gang_only", function()
+    -- k_s = 6; the policy folds it on 4 cores, not ceil(6 / 2) = 3: the
+    -- check must take the width it got (it never ran on 3 before the fix)
+    local sim, c = Sim.new(flat8()), ch.new(DEFER)
+    local a = sim:add(app("3mm", { scale = function(k) return k >= 6 and 1 or 0.3 end }), 6)
+    local b = sim:add(app("stream"))
+    sim:run(c, 4); sim:look(c)
+    sim:run(c, 1, folded_policy(a, b)); sim:look(c)
+    local asked = c:info(a).characterizing
+    sim:run(c, 1); sim:look(c)
+    local i = c:info(a)
+    return asked and i.gang_only and i.cores_folded == 3, ("asked %s gang_only %s k_f %s"):format(tostring(asked),
+        tostring(i.gang_only), tostring(i.cores_folded))
+end)
+
+check("deferred: a forced folded check without a measurement gives up without degrading the job, and is not asked again", function()
+    local i, sim, c, a, b = deferred_beside_stream { contend = 0.6 }
+    if not (i.characterizing and i.phase == "folded") then return false, "not asked" end
+    for e = sim.epoch, sim.epoch + 2 do sim.uncounted[e] = true end
+    sim:run(c, 3); sim:look(c)
+    local j = c:info(a)
+    sim:run(c, 2, folded_policy(a, b)); sim:look(c)
+    local k = c:info(a)
+    return j.ready and not j.degraded and not j.folded_pending and k.ready and not k.characterizing,
+        ("ready %s degraded %s pending %s later %s"):format(tostring(j.ready), tostring(j.degraded),
+        tostring(j.folded_pending), tostring(k.characterizing))
 end)
 
 check("alone (the default): a stored profile without the folded reference stays so", function()
