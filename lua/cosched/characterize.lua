@@ -616,20 +616,26 @@ local function finish_folded(self, rec)
   finish(self, rec)
 end
 
+-- a step's wall time, job IPC and per-cycle IPC into a phase's means
+local function add_step(a, job, jipc)
+  local w = job.last.wall
+  a.w, a.n = a.w + w, a.n + 1
+  a.ipc = a.ipc + jipc * w
+  local ci = per_cpu(job)
+  if ci then a.c, a.cipc = a.c + w, a.cipc + ci * w end
+  return w
+end
+
 -- one folded step's measurements into rec.facc; true when folded_quanta
 -- steps are in
 local function add_folded(self, rec, job, k, jipc)
-  local m, w = job.last.metrics, job.last.wall
   local a = rec.facc
   if not a or a.k ~= k then
     a = { k = k, w = 0, n = 0, ipc = 0, llc = 0, llc_w = 0, c = 0, cipc = 0 }
     rec.facc = a
   end
-  a.w, a.n = a.w + w, a.n + 1
-  a.ipc = a.ipc + jipc * w
-  local ci = per_cpu(job)
-  if ci then a.c, a.cipc = a.c + w, a.cipc + ci * w end
-  local llc = num(m, "bw_llc")
+  local w = add_step(a, job, jipc)
+  local llc = num(job.last.metrics, "bw_llc")
   if llc then a.llc, a.llc_w = a.llc + llc * w, a.llc_w + w end
   return a.n >= self.p.folded_quanta
 end
@@ -655,10 +661,7 @@ local function consume(self, rec, job, ask)
       a = { k = ask.k, w = 0, n = 0, ipc = 0, l1 = 0, l2 = 0, llc = 0, mpki = 0, mpki_w = 0, c = 0, cipc = 0 }
       rec.acc = a
     end
-    a.w, a.n = a.w + w, a.n + 1
-    a.ipc = a.ipc + jipc * w
-    local ci = per_cpu(job)
-    if ci then a.c, a.cipc = a.c + w, a.cipc + ci * w end
+    add_step(a, job, jipc)
     a.l1, a.l2, a.llc = a.l1 + l1 * w, a.l2 + l2 * w, a.llc + llc * w
     local mp = num(m, "mpki")
     if mp then a.mpki, a.mpki_w = a.mpki + mp * w, a.mpki_w + w end

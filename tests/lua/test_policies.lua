@@ -288,13 +288,16 @@ local function ids_of(step)
   table.sort(l)
   return table.concat(l, ",")
 end
--- run EPOCHS epochs; the steps after epoch AFTER that run exactly IDS ("1,2")
+-- run EPOCHS epochs; the steps after epoch AFTER that run exactly IDS ("1,2"),
+-- or exactly one of IDS when it is a list ({ "1,3", "1,4" })
 local function steps_running(node, p, params, epochs, after, ids)
+  local want = {}
+  for _, s in ipairs(type(ids) == "table" and ids or { ids }) do want[s] = true end
   local n = 0
   for e = 1, epochs do
     local _, plan = run_epoch(node, p, params)
     for _, st in ipairs(plan) do
-      if e > after and ids_of(st) == ids then n = n + 1 end
+      if e > after and want[ids_of(st)] then n = n + 1 end
     end
   end
   return n
@@ -1489,15 +1492,7 @@ check("flca pairing = measured: a round that tries a pair runs last (only the pl
   local node = fake.node { cores = 8, counters = true, last_step = true }
   node:add { class = "S", bw = BW, ipc = function(others) return (others[1] == 2 or not others[1]) and 0.6 or 0.3 end }
   for _ = 2, 4 do node:add { class = "S", ipc = 0.6, bw = BW } end
-  local bad = 0
-  for e = 1, 60 do
-    local _, plan = run_epoch(node, p, params)
-    for _, st in ipairs(plan) do
-      local ids = {}
-      for _, j in ipairs(st.jobs) do ids[j.id] = true end
-      if e > 20 and ids[1] and (ids[3] or ids[4]) then bad = bad + 1 end
-    end
-  end
+  local bad = steps_running(node, p, params, 60, 20, { "1,3", "1,4" })
   return bad <= 2, "job 1 beside 3 or 4 in " .. bad .. " steps of epochs 21-60"
 end)
 
@@ -1532,16 +1527,7 @@ check("flca alpha: the surplus beyond the gang shares goes to the fastest pair w
         return (i <= 2 and o <= 2) and 1.08 or 0.72
       end }
     end
-    local n = 0
-    for e = 1, 150 do
-      local ran = node:run(p.plan(node:snapshot(params)))
-      for _, ids in ipairs(ran) do
-        local s = {}
-        for _, id in ipairs(ids) do s[id] = true end
-        if e > 50 and s[1] and s[2] then n = n + 1 end
-      end
-    end
-    return n
+    return steps_running(node, p, params, 150, 50, "1,2")
   end
   local fast, even = together(0), together(nil)
   return fast >= 80 and even <= 65, ("1 with 2 in %d steps of epochs 51-150 with alpha = 0, %d with 3"):format(fast, even)
