@@ -581,6 +581,19 @@ EOF
     [ "$status" -eq 0 ]
 }
 
+@test "simulate: a job whose instance restarted during a step is said to have had the step's CPUs (last.ncpus = #last.cpus)" {
+    # under a window an instance that ends mid-step is confined to its home
+    # (all CPUs) when the step ends; the snapshot's last.ncpus must still say
+    # the half it ran on, as last.cpus does (policy: tests/policies/lastshow.lua)
+    simulate --node paper001 --apps table2 --mix stream,ep,jacobi,doitgen --policy-path "$COSCHED_SRCDIR/tests/policies" \
+        --policy lastshow --window 60 -v
+    [ "$status" -eq 0 ] || { echo "$output $stderr"; return 1; }
+    run grep -c "restarted ncpus 4 cpus 4" <<<"$stderr"
+    [ "$output" -ge 1 ] || { echo "no restart seen: $stderr" | head -20; return 1; }
+    run grep -E "ncpus ([0-9]+) cpus" <<<"$stderr"
+    ! grep -vE "ncpus 4 cpus 4$" <<<"$output"
+}
+
 @test "simulate: NUMA - a job whose memory is on the other node makes remote accesses" {
     printf 'jacobi home=1\n' > w.txt
     mkdir -p pol

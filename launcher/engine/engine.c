@@ -359,8 +359,8 @@ static int idle_frozen(struct cs_engine *e, const struct stepstate *ss, const in
     return 0;
 }
 
-/* Read the step's counts of job j and turn them into metrics. */
-static void measure_counters(struct cs_engine *e, struct cs_job *j, double seconds)
+/* Read the step's counts of job j, which had cpus in it, and turn them into metrics. */
+static void measure_counters(struct cs_engine *e, struct cs_job *j, double seconds, hwloc_const_bitmap_t cpus)
 {
     struct cs_counts c = { 0 };
 
@@ -375,7 +375,7 @@ static void measure_counters(struct cs_engine *e, struct cs_job *j, double secon
             c.seconds = seconds;
         int ncores = 0;
         for (int k = 0; k < e->topo->ncores; k++)
-            ncores += hwloc_bitmap_intersects(e->topo->cores[k].pus, j->cpus);
+            ncores += hwloc_bitmap_intersects(e->topo->cores[k].pus, cpus);
         for (int m = 0; m < e->profile->nmetrics; m++)
             if (cs_profile_eval(e->profile, m, c.v, c.seconds, ncores ? ncores : 1, &j->metric[m]) < 0)
                 j->metric[m] = NAN;
@@ -411,16 +411,20 @@ static void step_end(struct cs_engine *e, struct stepstate *ss, const int *was_l
             ns = j->cpu_mark;
         cpu = ns > j->cpu_mark ? (ns - j->cpu_mark) * 1e-9 : 0.0;
         j->cpu_ns = ns;
-        measure_counters(e, j, now - ss->t_start);
-        j->last_step_wall = wall;
-        j->last_step_cpu = cpu;
-        j->last_step_ncpus = hwloc_bitmap_weight(j->cpus);
         /* an instance restarted during the step starts frozen: the step
          * belongs to the instance that ran in it */
         int fresh = j->fresh;
         int frozen_now = j->frozen && !fresh;
         j->fresh = 0;
         j->last_step_ran = ss->run[i] && !frozen_now;
+        /* the CPUs of the step: where it ran (an instance that ended in it
+         * is confined to its home since), else where it is confined */
+        hwloc_const_bitmap_t given =
+            j->last_step_ran && j->step_cpus && !hwloc_bitmap_iszero(j->step_cpus) ? j->step_cpus : j->cpus;
+        measure_counters(e, j, now - ss->t_start, given);
+        j->last_step_wall = wall;
+        j->last_step_cpu = cpu;
+        j->last_step_ncpus = hwloc_bitmap_weight(given);
         cs_job_stepped(j, j->last_step_ran, now);
         cs_omppage_step(j);
         if (e->trace) {
