@@ -35,10 +35,10 @@ what-if) and paper 004's matrix, two seeds, 44 cells, the defaults' mean
 of mix means is at or above tft's with paired wins >= losses in 43 cells
 (the 44th: paper001 4 high+N, seed 1, mean 1.214 against 1.180 but W-L
 5-6: the characterization's quanta and the pair tries, traced in
-docs/eval/issue24.md), paper 001's F-LCA's in about a third; at 8 jobs,
+docs/eval/issue24.md; with every window three times as long, 7-1), paper 001's F-LCA's in about a third; at 8 jobs,
 medium and high contention, IQR 0.06-0.23, 0.92-0.96 of the fair bound,
 the least-served job at 0.79 of the max-min bound or more; paper001 8
-high 1.04 of gang (tft 1.02, paper 001's F-LCA 1.00; the fair bound is
+high 1.04 of gang (tft 1.02, paper 001's F-LCA 1.01; the fair bound is
 1.17 of gang there), latbound 8 high 1.31 (tft 1.28, paper 001's F-LCA
 1.26).
 On real OpenMP jobs without counters (BENCHMARKS.md section 8c, 8d) their
