@@ -73,12 +73,51 @@ tft_scenario() {
     no_cosched_leftovers
 }
 
+# A job that set its own affinity to the CPUs it started on, as GROMACS and
+# LLVM's OpenMP runtime do while they probe the machine: started folded
+# beside another job, it must get every CPU once it runs alone.  Since Linux
+# 6.2 a cpuset that grows keeps such a task on its own mask within the new
+# set (the kernel's "user requested" mask), so the job would run on its
+# starting half for the rest of its life.  The job reads its affinity from
+# the kernel itself (sched_getaffinity) and says whether it ever widened.
+widen_scenario() {
+    local be=$1
+    backend_available "$be" || skip "backend $be not available here (needs root and its cgroup mount)"
+    requires multicore
+    cat > pinself.py <<'PY'
+import os, sys, time
+os.sched_setaffinity(0, os.sched_getaffinity(0))
+first = sorted(os.sched_getaffinity(0))
+with open("a.first", "w") as f:
+    f.write(",".join(map(str, first)) + "\n")
+t = time.monotonic()
+while time.monotonic() - t < 60:
+    now = os.sched_getaffinity(0)
+    if len(now) > len(first):
+        print("widened to", ",".join(map(str, sorted(now))))
+        sys.exit(0)
+    sum(range(20000))
+print("still on", ",".join(map(str, sorted(os.sched_getaffinity(0)))))
+sys.exit(3)
+PY
+    run "$COSCHED" run --control "$be" --policy tft --quantum 200ms \
+        -- python3 pinself.py ::: "$PROGS/spin" -t 2 -c 1.0
+    echo "$output"
+    # it started folded: one half, not every CPU
+    [ "$(cpulist_count "$(cat a.first)")" -lt "$NCPU" ]
+    [ "$status" -eq 0 ]
+    assert_contains "$output" "widened to"
+    no_cosched_leftovers
+}
+
 @test "cgroup1: gang freezes exactly one job at a time" { gang_scenario cgroup1; }
 @test "cgroup1: tft cpusets are the halves" { tft_scenario cgroup1; }
 @test "cgroup2: gang freezes exactly one job at a time" { gang_scenario cgroup2; }
 @test "cgroup2: tft halves (cpuset or affinity fallback)" { tft_scenario cgroup2; }
 @test "signals: gang stops exactly one job at a time" { gang_scenario signals; }
 @test "signals: tft affinity halves" { tft_scenario signals; }
+@test "cgroup1: a job that pinned itself where it started gets every CPU when it runs alone" { widen_scenario cgroup1; }
+@test "cgroup2: a job that pinned itself where it started gets every CPU when it runs alone" { widen_scenario cgroup2; }
 
 @test "auto names the backend it chose and why" {
     run "$COSCHED" run --policy linux -- true

@@ -17,8 +17,19 @@
  *     after a move to the set S, a thread bound to B runs on B & S, or on
  *     the whole of S when B & S is empty (what the kernel does then).
  *
- * How a binding is learnt: before each move the owner (slurm.c) hands the
- * threads it finds in the step's cgroups and the set they had; a thread
+ * The other half of the rule: a thread that is not bound runs on all of S.
+ * The kernel's own mask cannot tell "bound to all it had" from "bound":
+ * GROMACS and LLVM's OpenMP runtime set every thread's affinity to the mask
+ * it started with (strace: mdrun 2022 and libomp 14 at their first region),
+ * so a job started folded on one core of two stayed on it when its cpuset
+ * grew back to both (Linux 6.18, BENCHMARKS.md 8d run 7: GROMACS alone at
+ * the end of the mix at one CPU, under tft and flca).  Such a thread had
+ * what its job was given and is not bound: apply() widens it.
+ *
+ * How a binding is learnt: before each move the owner (slurm.c; cgroup1.c
+ * and cgroup2.c with a cpuset for cosched run's jobs, through
+ * cs_binds_look) hands the threads it finds in the job's cgroups and the
+ * set they had; a thread
  * whose affinity is not what it had after the last move (or, for a thread
  * not seen before, not the whole set) chose it itself.  A thread first
  * seen with exactly what its thread group leader was given inherits the
@@ -28,11 +39,15 @@
  * the list comes from the step's own cgroups.
  *
  * Cost per move of a step (not per quantum: nothing when nothing moves, as
- * under gang): one more walk of the step's tree to list its threads, two
- * sched_getaffinity per thread (before and after), a sched_setaffinity only
- * where the kernel left something else than binding & cores.  Counted with
- * strace on a fake v2 step of 4 threads: 8 sched_getaffinity per move, as
- * written; not timed (BENCHMARKS has no Slurm-path switch cost yet).
+ * under gang): one more walk of the step's tree to list its threads (of
+ * the job's cgroup, for cosched run's jobs), two
+ * sched_getaffinity per thread (before and after; the second only for bound
+ * threads when the mover vouches for the rest, apply's all = 0), a
+ * sched_setaffinity only where the kernel left something else than binding
+ * & cores.  Counted with strace on a fake v2 step of 4 threads: 8
+ * sched_getaffinity per move, as written.  Timed for cosched run's cgroup1
+ * jobs (BENCHMARKS.md section 1): about 30 us per job and 2 us per thread
+ * moved, on the 2-vCPU VM.
  */
 #include "config.h"
 
@@ -129,11 +144,35 @@ static struct bind *insert(struct cs_binds *s, pid_t tid)
     return &s->v[lo];
 }
 
+/* The CPUs an affinity mask is read for: the least power of two from 64
+ * that the kernel's mask fits in (sched_getaffinity fails with EINVAL on a
+ * smaller buffer), found once; AFF_CPUS when none fits below it.  A mask of
+ * 8192 CPUs read and converted for every thread at every move cost about
+ * 0.5 us more per thread here (switchbench, cgroup1, 8 jobs x 64 threads). */
+static int aff_cpus(void)
+{
+    static int n;
+
+    for (int c = 64; !n && c < AFF_CPUS; c *= 2) {
+        cpu_set_t *set = CPU_ALLOC(c);
+        int r = set ? sched_getaffinity(0, CPU_ALLOC_SIZE(c), set) : -1;
+        CPU_FREE(set);
+        if (r == 0)
+            n = c;
+        else if (errno != EINVAL)
+            break;
+    }
+    if (!n)
+        n = AFF_CPUS;
+    return n;
+}
+
 /* The affinity of one thread; -1 if it is gone (or unreadable). */
 static int affinity_of(pid_t tid, hwloc_bitmap_t out)
 {
-    size_t size = CPU_ALLOC_SIZE(AFF_CPUS);
-    cpu_set_t *set = CPU_ALLOC(AFF_CPUS);
+    int c = aff_cpus();
+    size_t size = CPU_ALLOC_SIZE(c);
+    cpu_set_t *set = CPU_ALLOC(c);
     int r = -1;
 
     if (set && sched_getaffinity(tid, size, set) == 0)
@@ -144,11 +183,16 @@ static int affinity_of(pid_t tid, hwloc_bitmap_t out)
 
 static int set_affinity(pid_t tid, hwloc_const_bitmap_t cpus)
 {
-    size_t size = CPU_ALLOC_SIZE(AFF_CPUS);
-    cpu_set_t *set = CPU_ALLOC(AFF_CPUS);
+    int c = aff_cpus();
+    size_t size;
+    cpu_set_t *set;
     int r = -1;
 
-    if (set && hwloc_bitmap_last(cpus) < AFF_CPUS &&
+    if (hwloc_bitmap_last(cpus) >= c)
+        c = AFF_CPUS;
+    size = CPU_ALLOC_SIZE(c);
+    set = CPU_ALLOC(c);
+    if (set && hwloc_bitmap_last(cpus) < c &&
         hwloc_cpuset_to_glibc_sched_affinity(NULL, cpus, set, size) == 0)
         r = sched_setaffinity(tid, size, set);
     CPU_FREE(set);
@@ -215,7 +259,7 @@ void cs_binds_note(struct cs_binds *s, const pid_t *tids, size_t n, hwloc_const_
         hwloc_bitmap_free(m);
 }
 
-int cs_binds_apply(struct cs_binds *s, const pid_t *tids, size_t n, hwloc_const_bitmap_t now)
+int cs_binds_apply(struct cs_binds *s, const pid_t *tids, size_t n, hwloc_const_bitmap_t now, int all)
 {
     hwloc_bitmap_t want = hwloc_bitmap_alloc(), m = hwloc_bitmap_alloc();
     int rebound = 0;
@@ -224,6 +268,14 @@ int cs_binds_apply(struct cs_binds *s, const pid_t *tids, size_t n, hwloc_const_
         struct bind *b = find(s, tids[i]);
         if (!b)
             continue;                               /* learnt at the next look */
+        if (!b->own && !all) {
+            /* the mover left it on now (see cs_binds_apply in internal.h) */
+            if (!b->given)
+                b->given = hwloc_bitmap_alloc();
+            if (b->given)
+                hwloc_bitmap_copy(b->given, now);
+            continue;
+        }
         if (b->own)
             hwloc_bitmap_and(want, b->own, now);
         if (!b->own || hwloc_bitmap_iszero(want))
@@ -248,6 +300,19 @@ int cs_binds_apply(struct cs_binds *s, const pid_t *tids, size_t n, hwloc_const_
     if (m)
         hwloc_bitmap_free(m);
     return rebound;
+}
+
+size_t cs_binds_look(struct cs_binds **s, const char *dir, int v2, hwloc_const_bitmap_t cur, pid_t **tids)
+{
+    size_t n;
+
+    *tids = NULL;
+    if (!cur || (!*s && !(*s = cs_binds_new())))
+        return 0;
+    n = cs_cgtree_tids(dir, v2, 0, CS_BINDS_TIDS, tids);
+    if (n)
+        cs_binds_note(*s, *tids, n, cur);
+    return n;
 }
 
 int cs_binds_count(const struct cs_binds *s)

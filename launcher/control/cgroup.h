@@ -78,6 +78,10 @@ const char *cs_cgtree_path(const struct cs_cgtree *t, int i, char *buf, size_t l
 int cs_cgtree_write(const char *who, const struct cs_cgtree *t, int i, const char *file, const char *val);
 /* The contents of file in group i (malloc'd, at most 1 MiB), or NULL. */
 char *cs_cgtree_read(const struct cs_cgtree *t, int i, const char *file);
+/* The threads of the tree below dir, down to depth levels (0: dir alone,
+ * without a walk; v2: each group's cgroup.threads, v1: its tasks), at most
+ * bound of them; malloc'd into *out, count returned (0 on any failure). */
+size_t cs_cgtree_tids(const char *dir, int v2, int depth, size_t bound, pid_t **out);
 
 /* ----------------------------------------------------------- cgrules.c */
 /*

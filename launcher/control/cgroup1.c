@@ -20,8 +20,11 @@
  * are set, and a child's CPUs must lie within its parent's; so the shared
  * "cosched" dir copies the own cgroup's values, the run dir gets the managed
  * CPUs, and job dirs start with the run dir's values until set_cpus.
- * Writing cpuset.cpus rebinds every task of the job (the kernel overrides
- * any affinity the job set for its threads itself).
+ * Writing cpuset.cpus rebinds every task of the job; what a thread set
+ * for itself is kept by binds.c's rule, on every kernel (a thread that
+ * pinned itself to all it was given, as GROMACS and LLVM's OpenMP runtime
+ * do at start, follows the job's cores: since Linux 6.2 the kernel alone
+ * would keep it on those it started on when the cpuset grows).
  *
  * freezer: writing FROZEN starts the freeze; freezer.state reads FREEZING
  * until every task has stopped (the v1 rules, cgrules.c).  v1 has no change
@@ -80,6 +83,7 @@ struct cg1_job {
     char what[32];              /* "job N", for messages */
     pid_t live;                 /* leader of the current instance, 0: none */
     struct cs_proc_cpu cpu;     /* without cpuacct: /proc accounting; always: monotonic */
+    struct cs_binds *binds;     /* its threads' own CPU bindings (binds.c), from its first move */
 };
 
 static int locate(struct cg1 *st, char *why, size_t len)
@@ -309,8 +313,14 @@ static int cg1_set_cpus(struct cs_engine *e, struct cs_job *j,
     struct cg1 *st = e->ctl_state;
     struct cg1_job *cj = j->ctl;
     const char *dir = cj->dir[st->at[C_CPUSET]];
+    pid_t *tids;
+    size_t n = cs_binds_look(&cj->binds, dir, 0, j->cpus, &tids);
+    int r = cs_cg_write_cpuset(WHO, dir, cpus, mems);
 
-    return cs_cg_write_cpuset(WHO, dir, cpus, mems);
+    if (r == 0 && n)
+        cs_binds_apply(cj->binds, tids, n, cpus, !hwloc_bitmap_isincluded(cpus, j->cpus));
+    free(tids);
+    return r;
 }
 
 /* freeze_many() through cs_freeze_wait(): the job's freezer (cgrules.c),
@@ -406,6 +416,7 @@ static void cg1_job_release(struct cs_engine *e, struct cs_job *j)
     for (i = 0; i < st->nh; i++)
         cs_cgroup_reclaim(WHO, cj->dir[i], st->h[i].own, NULL);
     cs_guard_forget("%s", cj->record);
+    cs_binds_free(cj->binds);
     free(cj);
     j->ctl = NULL;
 }

@@ -29,9 +29,11 @@
  * set with sched_setaffinity on every thread in the job's cgroup.threads:
  * the cgroup, not the process group, defines the job, so processes that
  * left the group stay confined, and the set_cpus the engine makes before
- * releasing a new instance is inherited by everything it creates.  What
- * affinity cannot do: stop a job from widening its own mask again, or move
- * its memory (mems are ignored, noted once in debug output).
+ * releasing a new instance is inherited by everything it creates (and a
+ * thread's own binding is overridden at each move; with the cpuset it is
+ * kept, binds.c's rule as in cgroup1.c).  What affinity cannot do: stop a
+ * job from widening its own mask again, or move its memory (mems are
+ * ignored, noted once in debug output).
  *
  * Guardian records: "cg2 run|job DIR ORIGIN CPUS", CPUS being the affinity
  * to give back (cosched's own at start) in affinity mode and "-" with
@@ -74,6 +76,7 @@ struct cg2_job {
     struct cs_cgfreezer fz;     /* dir's freezer, cgroup.events held open (cgrules.c) */
     char what[32];              /* "job N", for messages */
     char record[REC_MAX];
+    struct cs_binds *binds;     /* its threads' own CPU bindings (binds.c), from its first move */
 };
 
 static int has_word(const char *list, const char *w)
@@ -302,13 +305,22 @@ static int cg2_set_cpus(struct cs_engine *e, struct cs_job *j,
     static int mems_noted;
     struct cg2 *st = e->ctl_state;
     struct cg2_job *cj = j->ctl;
+    pid_t *tids;
+    size_t n;
+    int r;
 
     if (!st->cpuset) {
         if (mems && !hwloc_bitmap_iszero(mems) && !mems_noted++)
             cs_debug(WHO ": memory nodes are not applied without the cpuset controller");
         return cs_affinity_cgroup(WHO, cj->dir, cpus) < 0 ? -1 : 0;
     }
-    return cs_cg_write_cpuset(WHO, cj->dir, cpus, mems);
+    /* the cpuset: threads' own bindings kept, as in cgroup1.c */
+    n = cs_binds_look(&cj->binds, cj->dir, 1, j->cpus, &tids);
+    r = cs_cg_write_cpuset(WHO, cj->dir, cpus, mems);
+    if (r == 0 && n)
+        cs_binds_apply(cj->binds, tids, n, cpus, !hwloc_bitmap_isincluded(cpus, j->cpus));
+    free(tids);
+    return r;
 }
 
 /* freeze_many() through cs_freeze_wait(): the job's freezer (cgrules.c),
@@ -392,6 +404,7 @@ static void cg2_job_release(struct cs_engine *e, struct cs_job *j)
     cs_cgf_close(&cj->fz);
     cs_cgroup_reclaim(WHO, cj->dir, st->base, st->cpuset ? NULL : st->restore);
     cs_guard_forget("%s", cj->record);
+    cs_binds_free(cj->binds);
     free(cj);
     j->ctl = NULL;
 }

@@ -557,3 +557,30 @@ char *cs_cgtree_read(const struct cs_cgtree *t, int i, const char *file)
         close(fd);
     return buf;
 }
+
+size_t cs_cgtree_tids(const char *dir, int v2, int depth, size_t bound, pid_t **out)
+{
+    /* depth 0: dir alone, without the walk (a move's cost, binds.c) */
+    struct cs_cgtree *t = depth > 0 ? cs_cgtree_open(dir, depth, NULL) : NULL;
+    int groups = depth > 0 ? (t ? t->n : 0) : 1;
+    size_t n = 0;
+    pid_t *v = groups && bound ? malloc(bound * sizeof *v) : NULL;
+    const char *file = v2 ? "cgroup.threads" : "tasks";
+
+    for (int i = 0; v && i < groups && n < bound; i++) {
+        char *list = t ? cs_cgtree_read(t, i, file) : cs_cg_read_all(dir, file), *p, *end;
+        for (p = list; p && *p && n < bound; p = end) {
+            long tid = strtol(p, &end, 10);
+            if (end == p) {
+                end = p + 1;
+                continue;
+            }
+            if (tid > 0 && tid <= INT_MAX)
+                v[n++] = (pid_t)tid;
+        }
+        free(list);
+    }
+    cs_cgtree_close(t);
+    *out = v;
+    return n;
+}

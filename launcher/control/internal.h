@@ -51,16 +51,28 @@ int cs_affinity_cgroup(const char *who, const char *dir, hwloc_const_bitmap_t cp
 /* The CPU bindings a job's threads chose themselves, kept across core moves:
  * note() before a move from cur, apply() after it, with the threads found
  * in the job's cgroups; apply gives each bound thread binding & now (all of
- * now where that is empty) and returns how many it had to set.
+ * now where that is empty) and returns how many it had to set.  With all,
+ * it also gives the others all of now where they have less; without, it
+ * takes the mover's word that they have now: true after affinity was set on
+ * every thread, and after a cpuset write that did not grow the set (now
+ * within cur: a thread that had all of cur gets all of now from any kernel).
  * format/parse: "TID=LIST;..." for guardian records. */
 struct cs_binds;
 struct cs_binds *cs_binds_new(void);
 void cs_binds_free(struct cs_binds *s);
 void cs_binds_note(struct cs_binds *s, const pid_t *tids, size_t n, hwloc_const_bitmap_t cur);
-int cs_binds_apply(struct cs_binds *s, const pid_t *tids, size_t n, hwloc_const_bitmap_t now);
+int cs_binds_apply(struct cs_binds *s, const pid_t *tids, size_t n, hwloc_const_bitmap_t now, int all);
 int cs_binds_count(const struct cs_binds *s);
 int cs_binds_format(const struct cs_binds *s, char *out, size_t len);
 int cs_binds_parse(struct cs_binds *s, const char *text);
+/* Before a move of the cores of a job whose threads live in the cgroup dir
+ * (v2 or v1; at most CS_BINDS_TIDS threads; groups the job made below dir
+ * are not followed: theirs keep the kernel's rule), from cur: make *s if
+ * needed, list the threads into *tids (malloc'd) and note them.  Their
+ * count; 0 when there is nothing to keep or cur is NULL (apply() after the
+ * move with the same list). */
+#define CS_BINDS_TIDS 4096
+size_t cs_binds_look(struct cs_binds **s, const char *dir, int v2, hwloc_const_bitmap_t cur, pid_t **tids);
 
 /* --------------------------------------------------------- guardian.c */
 /* Hand a record ("what to restore") to the guardian; forget with unrecord. */

@@ -506,26 +506,7 @@ static void update_record(struct sl_job *sj, const char *name)
  * TIDS_BOUND; malloc'd into *out, count returned (0 on any failure). */
 static size_t step_tids(int v2, const char *cpuset, const char *freeze, pid_t **out)
 {
-    struct cs_cgtree *t = cs_cgtree_open(v2 ? freeze : cpuset, TREE_DEPTH, NULL);
-    size_t n = 0;
-    pid_t *v = t ? malloc(TIDS_BOUND * sizeof *v) : NULL;
-
-    for (int i = 0; v && i < t->n && n < TIDS_BOUND; i++) {
-        char *list = cs_cgtree_read(t, i, v2 ? "cgroup.threads" : "tasks"), *p, *end;
-        for (p = list; p && *p && n < TIDS_BOUND; p = end) {
-            long tid = strtol(p, &end, 10);
-            if (end == p) {
-                end = p + 1;
-                continue;
-            }
-            if (tid > 0 && tid <= INT_MAX)
-                v[n++] = (pid_t)tid;
-        }
-        free(list);
-    }
-    cs_cgtree_close(t);
-    *out = v;
-    return n;
+    return cs_cgtree_tids(v2 ? freeze : cpuset, v2, TREE_DEPTH, TIDS_BOUND, out);
 }
 
 /* The step's cores: v2 with a cpuset controller, its user/cpuset.cpus (the
@@ -577,7 +558,7 @@ static int move(int v2, const char *cpuset, const char *freeze, struct cs_binds 
     }
     r = set_cores(v2, cpuset, freeze, list);
     if (r != -1 && n)
-        cs_binds_apply(binds, tids, n, l);
+        cs_binds_apply(binds, tids, n, l, 1);
     free(tids);
     hwloc_bitmap_free(c);
     hwloc_bitmap_free(l);

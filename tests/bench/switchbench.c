@@ -134,6 +134,7 @@ static int start_job(struct cs_engine *e, struct bjob *b, int id, int nthreads,
 
     memset(b, 0, sizeof *b);
     b->j.id = id;
+    b->j.cpus = hwloc_bitmap_alloc();   /* what the engine keeps: the cores last given */
     if (ops->job_prepare(e, &b->j) < 0)
         return -1;
     b->prepared = 1;
@@ -157,6 +158,8 @@ static int start_job(struct cs_engine *e, struct bjob *b, int id, int nthreads,
         close(sp[1]);
         return -1;
     }
+    if (b->j.cpus)
+        hwloc_bitmap_copy(b->j.cpus, cpus);
     if (frozen) {
         /* on a crowded machine the child may not have run yet: retry as
          * the engine would at its next step */
@@ -195,6 +198,9 @@ static void end_job(struct cs_engine *e, struct bjob *b)
     if (b->prepared)
         ops->job_release(e, &b->j);
     b->prepared = 0;
+    if (b->j.cpus)
+        hwloc_bitmap_free(b->j.cpus);
+    b->j.cpus = NULL;
 }
 
 /* ------------------------------------------------------------ measure */
@@ -281,6 +287,8 @@ static int run_cell(struct cs_engine *e, int njobs, int nthreads, int nswitch, d
             cores_for(e->managed, i, entry, cpus);
             if (ops->set_cpus(e, &jobs[en + i].j, cpus, NULL) < 0)
                 c->fails += s >= 0;
+            else if (jobs[en + i].j.cpus)
+                hwloc_bitmap_copy(jobs[en + i].j.cpus, cpus);
         }
         t2 = now_ns();
         for (i = 0; i < half; i++) {
