@@ -43,9 +43,41 @@ guardian_scenario() {
     kill -KILL "$a" "$b"
 }
 
+# kill -9 cosched while a job that pinned itself where it started (as GROMACS
+# and LLVM's OpenMP runtime do) runs folded: the guardian gives it every CPU
+# back, not only its cgroup (Linux >= 6.2 keeps a thread's own mask).
+guardian_pinned_scenario() {
+    local be=$1
+    backend_available "$be" || skip "backend $be not available here"
+    requires multicore
+    cat > pinself.py <<'PY'
+import os, time
+os.sched_setaffinity(0, os.sched_getaffinity(0))
+with open("a.first.tmp", "w") as f:
+    f.write(",".join(map(str, sorted(os.sched_getaffinity(0)))) + "\n")
+os.rename("a.first.tmp", "a.first")
+with open("a.pid.tmp", "w") as f:
+    f.write("%d\n" % os.getpid())
+os.rename("a.pid.tmp", "a.pid")
+time.sleep(120)
+PY
+    "$COSCHED" run --control "$be" --policy tft --quantum 300ms \
+        -- python3 pinself.py ::: "$PROGS/spin" -t 2 -p b.pid 2> err &
+    cs=$!
+    two_pids
+    [ "$(cpulist_count "$(cat a.first)")" -lt "$NCPU" ]
+    kill -KILL "$cs"
+    wait "$cs" 2>/dev/null || true
+    wait_for 2 'test "$(task_cpus "$a")" = "$ALL"'
+    wait_for 1 no_cosched_leftovers
+    kill -KILL "$a" "$b"
+}
+
 @test "guardian: cosched killed with SIGKILL (cgroup1)" { guardian_scenario cgroup1; }
 @test "guardian: cosched killed with SIGKILL (cgroup2)" { guardian_scenario cgroup2; }
 @test "guardian: cosched killed with SIGKILL (signals)" { guardian_scenario signals; }
+@test "guardian: a job that pinned itself while folded gets every CPU back (cgroup1)" { guardian_pinned_scenario cgroup1; }
+@test "guardian: a job that pinned itself while folded gets every CPU back (cgroup2)" { guardian_pinned_scenario cgroup2; }
 
 signal_scenario() {
     local be=$1 sig=$2

@@ -200,7 +200,7 @@ static int cg1_init(struct cs_engine *e)
         }
     }
     for (i = 0; i < st->nh; i++)
-        cs_cgroup_reclaim_leftovers(WHO, st->h[i].top, st->h[i].own, NULL);
+        cs_cgroup_reclaim_leftovers(WHO, st->h[i].top, st->h[i].own, cs_proc_start_cpus());
     /* recorded before anything exists: a rescue of what is not there is a no-op */
     cs_guard_record("%s", st->record);
     recorded = 1;
@@ -438,7 +438,11 @@ static void cg1_fini(struct cs_engine *e)
     e->ctl_state = NULL;
 }
 
-/* "cg1 run|job DIR ORIGIN [DIR ORIGIN]...", freezer pair first. */
+/* "cg1 run|job DIR ORIGIN [DIR ORIGIN]...", freezer pair first.  Every
+ * thread gets the CPUs cosched started with (the guardian's copy of them)
+ * before it goes back: moving it back to ORIGIN alone would leave a thread
+ * that pinned itself while its job was folded on that part (Linux >= 6.2
+ * keeps a thread's own mask, binds.c); its own binding is lost instead. */
 static void cg1_rescue(const char *record)
 {
     char *copy = strdup(record), *f[2 + 2 * NCTL];
@@ -452,7 +456,7 @@ static void cg1_rescue(const char *record)
         goto out;
     }
     for (i = 2; i + 1 < n; i += 2) {
-        cs_cgroup_reclaim(WHO, f[i], f[i + 1], NULL);
+        cs_cgroup_reclaim(WHO, f[i], f[i + 1], cs_proc_start_cpus());
         if (strcmp(f[1], "run") == 0) {
             char *slash = strrchr(f[i], '/');
             if (slash) {

@@ -36,8 +36,11 @@
  * ignored, noted once in debug output).
  *
  * Guardian records: "cg2 run|job DIR ORIGIN CPUS", CPUS being the affinity
- * to give back (cosched's own at start) in affinity mode and "-" with
- * cpuset, where moving a task back to ORIGIN restores its cores.  One job
+ * to give back (cosched's own at start), in both modes: with the cpuset,
+ * moving a task back to ORIGIN alone would leave a thread that pinned
+ * itself while its job was folded on that part (Linux >= 6.2 keeps a
+ * thread's own mask, binds.c), so a rescued job's threads lose their own
+ * bindings instead.  One job
  * record covers every instance, so none is kept per instance.
  */
 #include "config.h"
@@ -198,7 +201,7 @@ static int cg2_init(struct cs_engine *e)
         || cs_rec_add(st->record, sizeof st->record, "run") < 0
         || cs_rec_add(st->record, sizeof st->record, st->run) < 0
         || cs_rec_add(st->record, sizeof st->record, st->base) < 0
-        || cs_rec_add(st->record, sizeof st->record, st->cpuset ? "" : restore) < 0) {
+        || cs_rec_add(st->record, sizeof st->record, restore) < 0) {
         cs_err(WHO ": cgroup path too long below %s", st->base);
         goto fail;
     }
@@ -255,7 +258,7 @@ static int cg2_job_prepare(struct cs_engine *e, struct cs_job *j)
         return -1;
     }
     cj->fz.events = -1;
-    if (!st->cpuset && hwloc_bitmap_list_asprintf(&restore, st->restore) < 0) {
+    if (hwloc_bitmap_list_asprintf(&restore, st->restore) < 0) {
         cs_err(WHO ": out of memory");
         goto fail;
     }
