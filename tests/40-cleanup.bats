@@ -52,6 +52,10 @@ guardian_pinned_scenario() {
     requires multicore
     cat > pinself.py <<'PY'
 import os, time
+# pin once folded: on a crowded machine the job may run before its first step
+t0 = time.monotonic()
+while len(os.sched_getaffinity(0)) >= os.cpu_count() and time.monotonic() - t0 < 30:
+    time.sleep(0.02)
 os.sched_setaffinity(0, os.sched_getaffinity(0))
 with open("a.first.tmp", "w") as f:
     f.write(",".join(map(str, sorted(os.sched_getaffinity(0)))) + "\n")

@@ -307,7 +307,7 @@ size_t cs_binds_look(struct cs_binds **s, const char *dir, int v2, hwloc_const_b
     size_t n;
 
     *tids = NULL;
-    if (!cur || (!*s && !(*s = cs_binds_new())))
+    if (!cur || hwloc_bitmap_iszero(cur) || (!*s && !(*s = cs_binds_new())))
         return 0;
     n = cs_cgtree_tids(dir, v2, 0, CS_BINDS_TIDS, tids);
     if (n)

@@ -414,7 +414,7 @@ static void cg1_job_release(struct cs_engine *e, struct cs_job *j)
     if (!cj)
         return;
     for (i = 0; i < st->nh; i++)
-        cs_cgroup_reclaim(WHO, cj->dir[i], st->h[i].own, NULL);
+        cs_cgroup_reclaim(WHO, cj->dir[i], st->h[i].own, cs_proc_start_cpus());
     cs_guard_forget("%s", cj->record);
     cs_binds_free(cj->binds);
     free(cj);
@@ -429,7 +429,7 @@ static void cg1_fini(struct cs_engine *e)
     if (!st)
         return;
     for (i = 0; i < st->nh; i++) {
-        cs_cgroup_reclaim(WHO, st->h[i].run, st->h[i].own, NULL);
+        cs_cgroup_reclaim(WHO, st->h[i].run, st->h[i].own, cs_proc_start_cpus());
         if (rmdir(st->h[i].top) < 0 && errno != ENOENT && errno != EBUSY && errno != ENOTEMPTY)
             cs_warn(WHO ": cannot remove %s: %s", st->h[i].top, strerror(errno));
     }
@@ -440,7 +440,7 @@ static void cg1_fini(struct cs_engine *e)
 
 /* "cg1 run|job DIR ORIGIN [DIR ORIGIN]...", freezer pair first.  Every
  * thread gets the CPUs cosched started with (the guardian's copy of them)
- * before it goes back: moving it back to ORIGIN alone would leave a thread
+ * before it goes back, as in release and fini (processes a job left): moving it back to ORIGIN alone would leave a thread
  * that pinned itself while its job was folded on that part (Linux >= 6.2
  * keeps a thread's own mask, binds.c); its own binding is lost instead. */
 static void cg1_rescue(const char *record)

@@ -405,7 +405,7 @@ static void cg2_job_release(struct cs_engine *e, struct cs_job *j)
     if (!cj)
         return;
     cs_cgf_close(&cj->fz);
-    cs_cgroup_reclaim(WHO, cj->dir, st->base, st->cpuset ? NULL : st->restore);
+    cs_cgroup_reclaim(WHO, cj->dir, st->base, st->restore);
     cs_guard_forget("%s", cj->record);
     cs_binds_free(cj->binds);
     free(cj);
@@ -418,7 +418,7 @@ static void cg2_fini(struct cs_engine *e)
 
     if (!st)
         return;
-    cs_cgroup_reclaim(WHO, st->run, st->base, st->cpuset ? NULL : st->restore);
+    cs_cgroup_reclaim(WHO, st->run, st->base, st->restore);
     if (rmdir(st->top) < 0 && errno != ENOENT && errno != EBUSY && errno != ENOTEMPTY)
         cs_warn(WHO ": cannot remove %s: %s", st->top, strerror(errno));
     cs_guard_forget("%s", st->record);

@@ -530,9 +530,10 @@ int cs_cgtree_write(const char *who, const struct cs_cgtree *t, int i, const cha
 }
 
 /* The contents of file in group i (malloc'd, at most 1 MiB), or NULL. */
-char *cs_cgtree_read(const struct cs_cgtree *t, int i, const char *file)
+/* The contents of fd (closed here; < 0: NULL), at most 1 MiB: a file of a
+ * tree someone else owns, whose size they choose. */
+static char *read_capped(int fd)
 {
-    int fd = openat(t->fd[i], file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     size_t n = 0, cap = 16384;
     char *buf = fd >= 0 ? malloc(cap) : NULL;
 
@@ -558,6 +559,11 @@ char *cs_cgtree_read(const struct cs_cgtree *t, int i, const char *file)
     return buf;
 }
 
+char *cs_cgtree_read(const struct cs_cgtree *t, int i, const char *file)
+{
+    return read_capped(openat(t->fd[i], file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+}
+
 size_t cs_cgtree_tids(const char *dir, int v2, int depth, size_t bound, pid_t **out)
 {
     /* depth 0: dir alone, without the walk (a move's cost, binds.c) */
@@ -568,7 +574,7 @@ size_t cs_cgtree_tids(const char *dir, int v2, int depth, size_t bound, pid_t **
     const char *file = v2 ? "cgroup.threads" : "tasks";
 
     for (int i = 0; v && i < groups && n < bound; i++) {
-        char *list = t ? cs_cgtree_read(t, i, file) : cs_cg_read_all(dir, file), *p, *end;
+        char *list = t ? cs_cgtree_read(t, i, file) : read_capped(cg_open(dir, file, O_RDONLY)), *p, *end;
         for (p = list; p && *p && n < bound; p = end) {
             long tid = strtol(p, &end, 10);
             if (end == p) {

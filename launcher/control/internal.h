@@ -69,8 +69,9 @@ int cs_binds_parse(struct cs_binds *s, const char *text);
  * (v2 or v1; at most CS_BINDS_TIDS threads; groups the job made below dir
  * are not followed: theirs keep the kernel's rule), from cur: make *s if
  * needed, list the threads into *tids (malloc'd) and note them.  Their
- * count; 0 when there is nothing to keep or cur is NULL (apply() after the
- * move with the same list). */
+ * count; 0 when there is nothing to keep or cur is NULL or empty (a job's
+ * first move: its threads are learnt at the next; apply() after the move
+ * with the same list). */
 #define CS_BINDS_TIDS 4096
 size_t cs_binds_look(struct cs_binds **s, const char *dir, int v2, hwloc_const_bitmap_t cur, pid_t **tids);
 
