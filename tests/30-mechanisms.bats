@@ -86,28 +86,8 @@ widen_scenario() {
     local be=$1
     backend_available "$be" || skip "backend $be not available here (needs root and its cgroup mount)"
     requires multicore
-    cat > pinself.py <<'PY'
-import os, sys, time
-# pin once folded: on a crowded machine the job may run before its first step
-t0 = time.monotonic()
-while len(os.sched_getaffinity(0)) >= os.cpu_count() and time.monotonic() - t0 < 30:
-    time.sleep(0.02)
-os.sched_setaffinity(0, os.sched_getaffinity(0))
-first = sorted(os.sched_getaffinity(0))
-with open("a.first", "w") as f:
-    f.write(",".join(map(str, first)) + "\n")
-t = time.monotonic()
-while time.monotonic() - t < 60:
-    now = os.sched_getaffinity(0)
-    if len(now) > len(first):
-        print("widened to", ",".join(map(str, sorted(now))))
-        sys.exit(0)
-    sum(range(20000))
-print("still on", ",".join(map(str, sorted(os.sched_getaffinity(0)))))
-sys.exit(3)
-PY
     run "$COSCHED" run --control "$be" --policy tft --quantum 200ms \
-        -- python3 pinself.py ::: "$PROGS/spin" -t 2 -c 1.0
+        -- python3 "$HELPERS/pinself.py" widen ::: "$PROGS/spin" -t 2 -c 1.0
     echo "$output"
     # it started folded: one half, not every CPU
     [ "$(cpulist_count "$(cat a.first)")" -lt "$NCPU" ]

@@ -50,23 +50,8 @@ guardian_pinned_scenario() {
     local be=$1
     backend_available "$be" || skip "backend $be not available here"
     requires multicore
-    cat > pinself.py <<'PY'
-import os, time
-# pin once folded: on a crowded machine the job may run before its first step
-t0 = time.monotonic()
-while len(os.sched_getaffinity(0)) >= os.cpu_count() and time.monotonic() - t0 < 30:
-    time.sleep(0.02)
-os.sched_setaffinity(0, os.sched_getaffinity(0))
-with open("a.first.tmp", "w") as f:
-    f.write(",".join(map(str, sorted(os.sched_getaffinity(0)))) + "\n")
-os.rename("a.first.tmp", "a.first")
-with open("a.pid.tmp", "w") as f:
-    f.write("%d\n" % os.getpid())
-os.rename("a.pid.tmp", "a.pid")
-time.sleep(120)
-PY
     "$COSCHED" run --control "$be" --policy tft --quantum 300ms \
-        -- python3 pinself.py ::: "$PROGS/spin" -t 2 -p b.pid 2> err &
+        -- python3 "$HELPERS/pinself.py" hold ::: "$PROGS/spin" -t 2 -p b.pid 2> err &
     cs=$!
     two_pids
     [ "$(cpulist_count "$(cat a.first)")" -lt "$NCPU" ]
