@@ -185,6 +185,36 @@ bindings() {
     slurm_node_ok
 }
 
+@test "the engine killed with SIGKILL: a task that pinned itself while folded gets every core of its step back" {
+    # A task pinned where it runs folded (as GROMACS and LLVM's libomp do) is
+    # kept there by the kernel (>= 6.2) when its cpuset grows back; the
+    # guardian's rescue knows only the bindings of its record and must give
+    # every other thread the step's cores.
+    [ "$(nproc)" -ge 2 ] || skip "needs 2 cpus"
+    salloc -n1 -c2 --cosched=tft bash -c "
+        srun --overlap -n1 -c2 python3 '$HELPERS/pinself.py' hold > step0.out 2> step0.err &
+        sleep 0.3
+        srun --overlap -n1 -c2 '$PROGS/spin' -t 2 -c 3 -w 60 > step1.out 2> step1.err &
+        wait" > salloc.out 2> salloc.err &
+    BG=$!
+    wait_for 20 '[ -n "$(squeue -h -o %i)" ]'
+    JOB=$(squeue -h -o %i | head -1)
+    wait_for 30 '[ -s a.pid ]'
+    local a p
+    a=$(cat a.pid)
+    case $(cat a.first) in *,*) echo "pinned on $(cat a.first): never folded" >&2; false ;; esac
+    p=$(slurm_engine_pid)
+    [ -n "$p" ]
+    kill -9 "$p"
+    wait_for 10 '[ "$(cpuset_of $JOB 0)" = 0-1 ]'
+    wait_for 5 '[ "$(task_cpus "$a")" = 0-1 ]' ||
+        { echo "step 0 on $(cpuset_of $JOB 0), the pinned task on: $(task_cpus "$a")" >&2; false; }
+    scancel "$JOB"
+    slurm_wait_gone "$JOB" 30
+    wait "$BG" || true; BG=
+    slurm_node_ok
+}
+
 @test "SIGTERM to the engine gives every step back to Slurm: thawed, on its own cores, and they complete" {
     start_pair tft 3
     wait_for 10 '[ "$(cpuset_of $JOB 0)" != "$(cpuset_of $JOB 1)" ]'

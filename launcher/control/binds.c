@@ -34,7 +34,13 @@
  * not seen before, not the whole set) chose it itself.  A thread first
  * seen with exactly what its thread group leader was given inherits the
  * leader's binding (a thread created by a bound task).  Threads that are
- * gone are forgotten at the next look.  Nothing is ever widened beyond the
+ * gone are forgotten at the next look.  A guardian's rescue has no look,
+ * only the bindings its record kept (adopt()): every other thread it finds
+ * is taken as unbound (its leader's binding, when the record has one) and
+ * gets all of the set the step is given back - a thread that pinned itself
+ * to the half it ran on (GROMACS, libomp) after the last move would stay
+ * there otherwise (Linux >= 6.2 keeps a requested mask when a cpuset
+ * grows).  Nothing is ever widened beyond the
  * set the owner passes, and only the threads the owner lists are touched:
  * the list comes from the step's own cgroups.
  *
@@ -257,6 +263,25 @@ void cs_binds_note(struct cs_binds *s, const pid_t *tids, size_t n, hwloc_const_
     s->n = k;
     if (m)
         hwloc_bitmap_free(m);
+}
+
+void cs_binds_adopt(struct cs_binds *s, const pid_t *tids, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (find(s, tids[i]))
+            continue;
+        pid_t leader = tgid_of(tids[i]);
+        struct bind *l = leader && leader != tids[i] ? find(s, leader) : NULL;
+        hwloc_bitmap_t inherit = l && l->own ? hwloc_bitmap_dup(l->own) : NULL;
+        struct bind *b = insert(s, tids[i]);
+        if (!b) {
+            if (inherit)
+                hwloc_bitmap_free(inherit);
+            return;
+        }
+        b->own = inherit;
+        b->seen = 1;
+    }
 }
 
 int cs_binds_apply(struct cs_binds *s, const pid_t *tids, size_t n, hwloc_const_bitmap_t now, int all)

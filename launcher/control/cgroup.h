@@ -37,8 +37,9 @@ int cs_cg_write(const char *who, const char *dir, const char *file, const char *
 int cs_cg_write_fd(const char *who, int fd, const char *where, const char *file, const char *val);
 int cs_cg_read(const char *dir, const char *file, char *buf, size_t len);
 char *cs_cg_read_all(const char *dir, const char *file);
-/* Write cpus to dir/cpuset.cpus, then mems (unless NULL or empty) to
- * dir/cpuset.mems, as lists; reports as cs_cg_write (who must not be NULL). */
+/* Write mems (unless NULL or empty) to dir/cpuset.mems, then cpus to
+ * dir/cpuset.cpus, as lists; reports as cs_cg_write (who must not be NULL).
+ * On failure the cpus are unchanged. */
 int cs_cg_write_cpuset(const char *who, const char *dir, hwloc_const_bitmap_t cpus,
                        hwloc_const_bitmap_t mems);
 int cs_cgroup_move_procs(const char *who, const char *from, const char *to);

@@ -295,11 +295,12 @@ static int cg_write_set(const char *who, const char *dir, const char *file, hwlo
 int cs_cg_write_cpuset(const char *who, const char *dir, hwloc_const_bitmap_t cpus,
                        hwloc_const_bitmap_t mems)
 {
-    if (cg_write_set(who, dir, "cpuset.cpus", cpus) < 0)
-        return -1;
+    /* mems first: when one write fails the cpus are as they were, as the
+     * caller's failure says (the bindings learnt at the next move compare
+     * the threads' CPUs with what the engine believes they were given) */
     if (mems && !hwloc_bitmap_iszero(mems) && cg_write_set(who, dir, "cpuset.mems", mems) < 0)
         return -1;
-    return 0;
+    return cg_write_set(who, dir, "cpuset.cpus", cpus) < 0 ? -1 : 0;
 }
 
 int cs_cgroup_move_procs(const char *who, const char *from, const char *to)

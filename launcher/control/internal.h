@@ -62,6 +62,10 @@ struct cs_binds *cs_binds_new(void);
 void cs_binds_free(struct cs_binds *s);
 void cs_binds_note(struct cs_binds *s, const pid_t *tids, size_t n, hwloc_const_bitmap_t cur);
 int cs_binds_apply(struct cs_binds *s, const pid_t *tids, size_t n, hwloc_const_bitmap_t now, int all);
+/* For a rescue (no note() before it): take the threads of tids that s does
+ * not list as unbound, or bound as their thread group leader is when s
+ * lists it so; apply(all) then gives them all of now. */
+void cs_binds_adopt(struct cs_binds *s, const pid_t *tids, size_t n);
 int cs_binds_count(const struct cs_binds *s);
 int cs_binds_format(const struct cs_binds *s, char *out, size_t len);
 int cs_binds_parse(struct cs_binds *s, const char *text);

@@ -539,10 +539,10 @@ static int set_cores(int v2, const char *cpuset, const char *freeze, const char 
     return cs_cg1_tree_cpus(WHO, cpuset, TREE_DEPTH, list);
 }
 
-/* Move the step's cores to list, keeping its threads' own CPU bindings
- * (binds may be NULL: the guardian's rescue of a record without any).  With
- * learn, what the threads have now is looked at first (cur: what they were
- * given last); a rescue only applies what its record says. */
+/* Move the step's cores to list, keeping its threads' own CPU bindings.
+ * With learn, what the threads have now is looked at first (cur: what they
+ * were given last); a rescue (no learn) keeps the bindings its record says
+ * and gives every other thread all of list (cs_binds_adopt). */
 static int move(int v2, const char *cpuset, const char *freeze, struct cs_binds *binds, int learn,
                 const char *cur, const char *list)
 {
@@ -555,6 +555,8 @@ static int move(int v2, const char *cpuset, const char *freeze, struct cs_binds 
         n = step_tids(v2, cpuset, freeze, &tids);
         if (learn)
             cs_binds_note(binds, tids, n, c);
+        else
+            cs_binds_adopt(binds, tids, n);
     }
     r = set_cores(v2, cpuset, freeze, list);
     if (r != -1 && n)
@@ -840,7 +842,7 @@ static void sl_rescue(const char *record)
     if ((n != 5 && n != 6) || strcmp(f[0], "slurm") != 0) {
         cs_warn(WHO ": guardian: ignoring malformed record '%s'", record);
     } else {
-        if (n == 6 && (b = cs_binds_new()) && cs_binds_parse(b, f[5]) < 0)
+        if ((b = cs_binds_new()) && n == 6 && cs_binds_parse(b, f[5]) < 0)
             cs_warn(WHO ": guardian: ignoring malformed bindings in record '%s'", record);
         restore(strcmp(f[1], "v2") == 0, f[2], strcmp(f[3], "-") ? f[3] : "", f[4], b, NULL);
     }
