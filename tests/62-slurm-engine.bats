@@ -48,18 +48,25 @@ cpuset_of() {
     cat "$CGROUP_ROOT/cpuset/slurm_$SLURM_NODE/uid_0/job_$1/step_$2/cpuset.cpus" 2>/dev/null || echo GONE
 }
 
-# start_pair POLICY SECONDS: an allocation of both cpus running two
-# overlapping steps (spin, 2 threads, SECONDS of CPU time each) under POLICY,
-# in the background; sets JOB and BG.
-start_pair() {
+# start_steps POLICY CMD0 CMD1: an allocation of both cpus running two
+# overlapping steps of one task on both cpus (CMD0 0.3 s before CMD1, each
+# quoted for the allocation's shell) under POLICY, in the background; sets
+# JOB and BG.
+start_steps() {
     salloc -n1 -c2 --cosched="$1" bash -c "
-        srun --overlap -n1 -c2 '$PROGS/spin' -t 2 -c $2 -w 120 > step0.out 2> step0.err &
+        srun --overlap -n1 -c2 $2 > step0.out 2> step0.err &
         sleep 0.3
-        srun --overlap -n1 -c2 '$PROGS/spin' -t 2 -c $2 -w 120 > step1.out 2> step1.err &
+        srun --overlap -n1 -c2 $3 > step1.out 2> step1.err &
         wait" > salloc.out 2> salloc.err &
     BG=$!
     wait_for 20 '[ -n "$(squeue -h -o %i)" ]'
     JOB=$(squeue -h -o %i | head -1)
+}
+
+# start_pair POLICY SECONDS: start_steps with two spins (2 threads, SECONDS of
+# CPU time each), once both are registered with the engine.
+start_pair() {
+    start_steps "$1" "'$PROGS/spin' -t 2 -c $2 -w 120" "'$PROGS/spin' -t 2 -c $2 -w 120"
     wait_for 20 '[ "$(fstate $JOB 1)" != GONE ]'
     wait_for 20 '"$COSCHED" status --socket "$CS_SOCKET" | grep -q "$JOB.1"'
 }
@@ -191,14 +198,7 @@ bindings() {
     # guardian's rescue knows only the bindings of its record and must give
     # every other thread the step's cores.
     [ "$(nproc)" -ge 2 ] || skip "needs 2 cpus"
-    salloc -n1 -c2 --cosched=tft bash -c "
-        srun --overlap -n1 -c2 python3 '$HELPERS/pinself.py' hold > step0.out 2> step0.err &
-        sleep 0.3
-        srun --overlap -n1 -c2 '$PROGS/spin' -t 2 -c 3 -w 60 > step1.out 2> step1.err &
-        wait" > salloc.out 2> salloc.err &
-    BG=$!
-    wait_for 20 '[ -n "$(squeue -h -o %i)" ]'
-    JOB=$(squeue -h -o %i | head -1)
+    start_steps tft "python3 '$HELPERS/pinself.py' hold" "'$PROGS/spin' -t 2 -c 3 -w 60"
     wait_for 30 '[ -s a.pid ]'
     local a p
     a=$(cat a.pid)

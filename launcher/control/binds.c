@@ -216,6 +216,16 @@ static pid_t tgid_of(pid_t tid)
     return (pid_t)strtol(p + 6, NULL, 10);
 }
 
+/* The entry of tid's thread group leader when s knows the leader as bound
+ * (a thread the leader creates inherits its binding), else NULL. */
+static struct bind *bound_leader(const struct cs_binds *s, pid_t tid)
+{
+    pid_t leader = tgid_of(tid);
+    struct bind *l = leader && leader != tid ? find(s, leader) : NULL;
+
+    return l && l->own ? l : NULL;
+}
+
 void cs_binds_note(struct cs_binds *s, const pid_t *tids, size_t n, hwloc_const_bitmap_t cur)
 {
     hwloc_bitmap_t m = hwloc_bitmap_alloc();
@@ -232,9 +242,8 @@ void cs_binds_note(struct cs_binds *s, const pid_t *tids, size_t n, hwloc_const_
         }
         if (!b) {
             /* new: a thread of a bound task, created with what the task had? */
-            pid_t leader = tgid_of(tids[i]);
-            struct bind *l = leader && leader != tids[i] ? find(s, leader) : NULL;
-            hwloc_bitmap_t inherit = l && l->own && l->given && hwloc_bitmap_isequal(m, l->given)
+            struct bind *l = bound_leader(s, tids[i]);
+            hwloc_bitmap_t inherit = l && l->given && hwloc_bitmap_isequal(m, l->given)
                                          ? hwloc_bitmap_dup(l->own) : NULL;
             if (!(b = insert(s, tids[i]))) {
                 if (inherit)
@@ -270,9 +279,8 @@ void cs_binds_adopt(struct cs_binds *s, const pid_t *tids, size_t n)
     for (size_t i = 0; i < n; i++) {
         if (find(s, tids[i]))
             continue;
-        pid_t leader = tgid_of(tids[i]);
-        struct bind *l = leader && leader != tids[i] ? find(s, leader) : NULL;
-        hwloc_bitmap_t inherit = l && l->own ? hwloc_bitmap_dup(l->own) : NULL;
+        struct bind *l = bound_leader(s, tids[i]);
+        hwloc_bitmap_t inherit = l ? hwloc_bitmap_dup(l->own) : NULL;
         struct bind *b = insert(s, tids[i]);
         if (!b) {
             if (inherit)

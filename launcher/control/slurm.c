@@ -541,8 +541,9 @@ static int set_cores(int v2, const char *cpuset, const char *freeze, const char 
 
 /* Move the step's cores to list, keeping its threads' own CPU bindings.
  * With learn, what the threads have now is looked at first (cur: what they
- * were given last); a rescue (no learn) keeps the bindings its record says
- * and gives every other thread all of list (cs_binds_adopt). */
+ * were given last); without (a guardian's rescue, a step given back its
+ * cores for good) the bindings binds holds are kept and every thread it
+ * does not know gets all of list (cs_binds_adopt). */
 static int move(int v2, const char *cpuset, const char *freeze, struct cs_binds *binds, int learn,
                 const char *cur, const char *list)
 {
