@@ -105,6 +105,35 @@ widen_scenario() {
 @test "cgroup1: a job that pinned itself where it started gets every CPU when it runs alone" { widen_scenario cgroup1; }
 @test "cgroup2: a job that pinned itself where it started gets every CPU when it runs alone" { widen_scenario cgroup2; }
 
+# A thread born between the look at a job's threads and the apply of a move
+# that grows its cpuset (binds.c), put there deterministically by
+# tests/progs/binds_race, which moves the job in the backends' order.  Its
+# leader has a requested mask (libomp, GROMACS): Linux >= 6.2 copies it to
+# the new thread and keeps it when the cpuset grows.
+@test "cgroup1: a thread born while its job's cpuset grows gets the grown set (the second look)" {
+    requires root cgroup1 multicore
+    [ -x "$PROGS/binds_race" ] || skip "$PROGS/binds_race is not built (make check builds it)"
+    d="$(_cs_v1_mount cpuset)/cs-binds-race-$$"
+    local re='^grown ([^ ]+) leader ([^ ]+) thread ([^ ]+)$'
+    run "$PROGS/binds_race" "$d" --no-again
+    echo "without the second look: $output"
+    [[ "$output" =~ $re ]]
+    if _cs_kernel_at_least 6 2; then
+        # the window is real here: the leader has the grown set, the thread
+        # born in the window only the first CPU
+        [ "$status" -eq 1 ]
+        [ "${BASH_REMATCH[2]}" = "${BASH_REMATCH[1]}" ]
+        [ "${BASH_REMATCH[3]}" != "${BASH_REMATCH[1]}" ]
+    fi
+    run "$PROGS/binds_race" "$d"
+    echo "with it: $output"
+    [ "$status" -eq 0 ]
+    [[ "$output" =~ $re ]]
+    [ "${BASH_REMATCH[2]}" = "${BASH_REMATCH[1]}" ]
+    [ "${BASH_REMATCH[3]}" = "${BASH_REMATCH[1]}" ]
+    [ ! -e "$d" ]
+}
+
 @test "auto names the backend it chose and why" {
     run "$COSCHED" run --policy linux -- true
     [ "$status" -eq 0 ]

@@ -40,13 +40,22 @@
  * gets all of the set the step is given back - a thread that pinned itself
  * to the half it ran on (GROMACS, libomp) after the last move would stay
  * there otherwise (Linux >= 6.2 keeps a requested mask when a cpuset
- * grows).  Nothing is ever widened beyond the
+ * grows).  A thread created during a move, after the look listed its
+ * creator and before apply() set the creator's affinity, copies the
+ * creator's requested mask - the smaller set, on Linux >= 6.2 - and is in
+ * no list: after a move that grows the set, the owner lists the threads
+ * again and latecomers() adopts and widens those it had not seen
+ * (tests/progs/binds_race puts such a birth in the window; without the
+ * second look the thread stayed on the first CPU and the next look learnt
+ * that as its own binding).  Nothing is ever widened beyond the
  * set the owner passes, and only the threads the owner lists are touched:
  * the list comes from the step's own cgroups.
  *
  * Cost per move of a step (not per quantum: nothing when nothing moves, as
  * under gang): one more walk of the step's tree to list its threads (of
- * the job's cgroup, for cosched run's jobs), two
+ * the job's cgroup, for cosched run's jobs; two for a move that grows the
+ * set, the second with a lookup per thread and nothing more for the
+ * threads already seen), two
  * sched_getaffinity per thread (before and after; the second only for bound
  * threads when the mover vouches for the rest, apply's all = 0), a
  * sched_setaffinity only where the kernel left something else than binding
@@ -333,6 +342,29 @@ int cs_binds_apply(struct cs_binds *s, const pid_t *tids, size_t n, hwloc_const_
     if (m)
         hwloc_bitmap_free(m);
     return rebound;
+}
+
+int cs_binds_latecomers(struct cs_binds *s, pid_t *tids, size_t n, hwloc_const_bitmap_t now)
+{
+    size_t k = 0;
+
+    for (size_t i = 0; i < n; i++)
+        if (!find(s, tids[i]))
+            tids[k++] = tids[i];
+    if (!k)
+        return 0;
+    cs_binds_adopt(s, tids, k);
+    return cs_binds_apply(s, tids, k, now, 1);
+}
+
+int cs_binds_look_again(struct cs_binds *s, const char *dir, int v2, hwloc_const_bitmap_t now)
+{
+    pid_t *tids = NULL;
+    size_t n = cs_cgtree_tids(dir, v2, 0, CS_BINDS_TIDS, &tids);
+    int r = n ? cs_binds_latecomers(s, tids, n, now) : 0;
+
+    free(tids);
+    return r;
 }
 
 size_t cs_binds_look(struct cs_binds **s, const char *dir, int v2, hwloc_const_bitmap_t cur, pid_t **tids)

@@ -78,6 +78,15 @@ int cs_binds_parse(struct cs_binds *s, const char *text);
  * with the same list). */
 #define CS_BINDS_TIDS 4096
 size_t cs_binds_look(struct cs_binds **s, const char *dir, int v2, hwloc_const_bitmap_t cur, pid_t **tids);
+/* After a move that grew the set to now (and its apply()), with the
+ * threads listed again: those s does not know were created during the move
+ * by a thread whose requested mask was still the smaller set (Linux >= 6.2
+ * copies it to the new thread and keeps it when the cpuset grows), so they
+ * are adopted and given their leader's binding & now, or all of now
+ * (apply(all)).  tids is reordered.  How many it had to set.  look_again:
+ * the same with the threads of the cgroup dir (as look lists them). */
+int cs_binds_latecomers(struct cs_binds *s, pid_t *tids, size_t n, hwloc_const_bitmap_t now);
+int cs_binds_look_again(struct cs_binds *s, const char *dir, int v2, hwloc_const_bitmap_t now);
 
 /* --------------------------------------------------------- guardian.c */
 /* Hand a record ("what to restore") to the guardian; forget with unrecord. */

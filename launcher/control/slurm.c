@@ -560,8 +560,15 @@ static int move(int v2, const char *cpuset, const char *freeze, struct cs_binds 
             cs_binds_adopt(binds, tids, n);
     }
     r = set_cores(v2, cpuset, freeze, list);
-    if (r != -1 && n)
+    if (r != -1 && n) {
         cs_binds_apply(binds, tids, n, l, 1);
+        if (!hwloc_bitmap_isincluded(l, c)) {
+            free(tids);
+            tids = NULL;
+            if ((n = step_tids(v2, cpuset, freeze, &tids)))
+                cs_binds_latecomers(binds, tids, n, l);
+        }
+    }
     free(tids);
     hwloc_bitmap_free(c);
     hwloc_bitmap_free(l);
