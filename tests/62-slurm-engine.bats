@@ -177,6 +177,34 @@ bindings() {
     slurm_node_ok
 }
 
+# Slurm's kill (scancel, a time limit) sends SIGCONT, which thaws the step,
+# then SIGTERM and, KillWait later, SIGKILL.  A step that takes its SIGTERM
+# at once shows no pending signal: the engine must see the kill from Slurm's
+# write of the step freezer, and freeze neither step while they checkpoint.
+@test "scancel: steps that checkpoint on SIGTERM are never frozen again during Slurm's grace period" {
+    start_steps gang "python3 '$HELPERS/checkpoint.py' '$PWD/ck0' 1.0" "python3 '$HELPERS/checkpoint.py' '$PWD/ck1' 1.0"
+    wait_for 20 '[ "$(fstate $JOB 1)" != GONE ]'
+    wait_for 20 '"$COSCHED" status --socket "$CS_SOCKET" | grep -q "$JOB.1"'
+    wait_for 20 'grep -q ready ck0 2>/dev/null && grep -q ready ck1 2>/dev/null'
+    wait_for 10 '[ "$(fstate $JOB 0)" = FROZEN ] || [ "$(fstate $JOB 1)" = FROZEN ]'
+    scancel "$JOB"
+    # from the moment both steps have taken SIGTERM (after Slurm's SIGCONT)
+    wait_for 20 'grep -q term ck0 2>/dev/null && grep -q term ck1 2>/dev/null'
+    local i frozen=0 x
+    for i in $(seq 1 100); do
+        x=$(fstates "$JOB")
+        case $x in *FROZEN*|*FREEZING*) frozen=$((frozen + 1)); echo "frozen during the grace period: $x" ;; esac
+        [ "$x" = "GONE GONE" ] && break
+        sleep 0.05
+    done
+    slurm_wait_gone "$JOB" 30
+    wait "$BG" || true; BG=
+    echo "step 0: $(tr '\n' ' ' < ck0); step 1: $(tr '\n' ' ' < ck1)"
+    grep -h "Slurm wrote\|being killed" "$CS_SOCKET.log" 2>/dev/null || true
+    [ "$frozen" -eq 0 ]
+    slurm_node_ok
+}
+
 @test "the engine killed with SIGKILL while a step is frozen: its guardian thaws it and the job completes" {
     start_pair gang 2
     wait_for 10 '[ "$(fstate $JOB 0)" = FROZEN ] || [ "$(fstate $JOB 1)" = FROZEN ]'

@@ -55,6 +55,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -94,6 +95,9 @@ struct sl_job {
     int bind_overflow;          /* more than a record holds (said once) */
     struct cs_proc_cpu cpu;
     struct cs_cgfreezer fz;     /* freeze's freezer: v1 freezer.state, v2 cgroup.freeze + events (cgrules.c) */
+    int wd;                     /* the watch on fz's file (watch_writes), -1: none */
+    int written;                /* fz's file written since the last look (drain_writes) */
+    int by_write;               /* dying because Slurm wrote fz's file (not a pending signal) */
     char what[48];              /* "step J.S", for messages */
 };
 
@@ -401,6 +405,118 @@ static void held_drop(const char *record)
 
 static void sl_rescue(const char *record);
 
+/* Slurm's kill of a step writes its freezer before any signal: every kill
+ * path sends SIGCONT first (scancel, a time limit, a step's own scancel:
+ * SIGKILL), and proctrack/cgroup answers SIGCONT and SIGKILL by thawing the
+ * step - v1 freezer.state THAWED, v2 step/user/cgroup.freeze 0, the files
+ * the engine freezes through - also when the step runs.  A step that takes
+ * its SIGTERM at once (it was running) shows no pending signal afterwards
+ * (being_killed()), so that write is what tells the engine.  An inotify
+ * watch (IN_MODIFY, which kernfs sends for every write) on the file, one
+ * inotify instance for the engine (fs.inotify.max_user_instances is 128 by
+ * default; watches are plenty); the engine's own writes are drained right
+ * after it makes them (ask()): a write of Slurm's in the microseconds
+ * between the two is taken for ours.  No watch (-1) when inotify fails:
+ * pending signals only, as before. */
+static int ino = -1;                /* one inotify instance: a watch per step */
+static struct sl_job **watched;     /* the steps with a watch (drain_writes finds them by wd) */
+static int nwatched;
+
+static void watch_writes(struct sl_job *sj)
+{
+    char path[PATH_MAX + 32];
+    struct sl_job **n;
+
+    sj->wd = -1;
+    snprintf(path, sizeof path, "%s/%s", sj->freeze, sj->v2 ? "cgroup.freeze" : "freezer.state");
+    if (ino < 0)
+        ino = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+    if (ino < 0 || (sj->wd = inotify_add_watch(ino, path, IN_MODIFY)) < 0) {
+        cs_warn(WHO ": step %s: cannot watch %s (%s): a kill of the step is seen from pending signals only",
+                sj->what, path, strerror(errno));
+        sj->wd = -1;
+        return;
+    }
+    if (!(n = realloc(watched, (size_t)(nwatched + 1) * sizeof *n))) {
+        inotify_rm_watch(ino, sj->wd);
+        sj->wd = -1;
+        return;
+    }
+    watched = n;
+    watched[nwatched++] = sj;
+}
+
+static void unwatch_writes(struct sl_job *sj)
+{
+    for (int i = 0; i < nwatched; i++)
+        if (watched[i] == sj) {
+            watched[i] = watched[--nwatched];
+            break;
+        }
+    if (sj->wd >= 0)
+        inotify_rm_watch(ino, sj->wd);      /* EINVAL when Slurm removed the cgroup: no matter */
+    sj->wd = -1;
+}
+
+/* Read every event queued: each marks its step written. */
+static void drain_writes(void)
+{
+    char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+    ssize_t r;
+
+    while (ino >= 0 && (r = read(ino, buf, sizeof buf)) > 0)
+        for (char *p = buf; p + sizeof(struct inotify_event) <= buf + r;) {
+            const struct inotify_event *ev = (const struct inotify_event *)p;
+            for (int i = 0; i < nwatched; i++)
+                if (watched[i]->wd == ev->wd && (ev->mask & IN_MODIFY))
+                    watched[i]->written = 1;
+            p += sizeof *ev + ev->len;
+        }
+}
+
+/* 1 when the step's freeze file was written since the last look. */
+static int slurm_wrote(struct sl_job *sj)
+{
+    int w;
+
+    if (sj->wd < 0)
+        return 0;
+    drain_writes();
+    w = sj->written;
+    sj->written = 0;
+    return w;
+}
+
+/* A write of Slurm's since the last look (slurm_wrote): the step is taken
+ * for dying from now, left running for kill_grace (dying()). */
+static int slurm_touched(struct cs_job *j, double now)
+{
+    struct sl_job *sj = j->ctl;
+
+    if (!slurm_wrote(sj))
+        return 0;
+    if (!sj->dying)
+        cs_info(WHO ": step %s: Slurm wrote its freezer (a kill, or a resume): left running", j->name);
+    sj->dying = sj->by_write = 1;
+    sj->dying_since = now;
+    return 1;
+}
+
+/* The engine's own write of the step's freeze file: a write of Slurm's
+ * before it is noted first (and a freeze not made then: -2), the engine's
+ * own event drained after. */
+static int ask(struct cs_job *j, int on, double now)
+{
+    struct sl_job *sj = j->ctl;
+    int r;
+
+    if (slurm_touched(j, now) && on)
+        return -2;
+    r = cs_cgf_ask(WHO, &sj->fz, on);
+    slurm_wrote(sj);
+    return r;
+}
+
 /* At the node engine's start: give back every step a previous engine held
  * (each in a process of its own: one bad record cannot stop the others). */
 int cs_slurm_restore_held(void)
@@ -451,6 +567,7 @@ static int sl_job_attach(struct cs_engine *e, struct cs_job *j, pid_t pid)
         free(sj);
         return -1;
     }
+    watch_writes(sj);
     snprintf(sj->cur, sizeof sj->cur, "%s", sj->orig);
     make_record(sj);
     cs_guard_record("%s", sj->record);
@@ -664,6 +781,13 @@ static int dying(struct cs_job *j, double now)
 {
     struct sl_job *sj = j->ctl;
 
+    if (slurm_touched(j, now))
+        return 1;
+    if (sj->dying && sj->by_write) {
+        if (now - sj->dying_since <= kill_grace)
+            return 1;
+        sj->dying = sj->by_write = 0;   /* a resume, not a kill: co-scheduled again */
+    }
     if (sj->kill_ignored)
         return 0;
     if (!sj->dying) {
@@ -690,11 +814,12 @@ static int dying(struct cs_job *j, double now)
  * dying()). */
 static int sl_fz_start(void *arg, int i, struct cs_job *j)
 {
-    struct sl_job *sj = j->ctl;
+    int r;
 
     if (dying(j, *(const double *)arg))
         return -2;
-    return cs_cgf_ask(WHO, &sj->fz, 1) < 0 ? -1 : 0;
+    r = ask(j, 1, *(const double *)arg);
+    return r == -2 ? -2 : r < 0 ? -1 : 0;
 }
 
 static int sl_fz_check(void *arg, int i, struct cs_job *j)
@@ -715,7 +840,7 @@ static void sl_fz_laggard(void *arg, int i, struct cs_job *j)
 {
     struct sl_job *sj = j->ctl;
 
-    if (cs_cgf_ask(WHO, &sj->fz, 0) < 0)
+    if (ask(j, 0, cs_now()) < 0)
         cs_err(WHO ": step %s: freeze did not complete and could not be undone", j->name);
     else
         cs_warn(WHO ": step %s: not frozen after %.0f ms (%s); thawed, left running this step",
@@ -727,11 +852,15 @@ static int sl_fz_settle(void *arg, int i, struct cs_job *j)
 {
     struct sl_job *sj = j->ctl;
 
-    if (sj->kill_ignored || !being_killed(sj))
-        return 0;
-    sj->dying = 1;
-    sj->dying_since = cs_now();
-    cs_cgf_ask(WHO, &sj->fz, 0);
+    double now = cs_now();
+
+    if (!slurm_touched(j, now)) {
+        if (sj->kill_ignored || !being_killed(sj))
+            return 0;
+        sj->dying = 1;
+        sj->dying_since = now;
+    }
+    ask(j, 0, now);
     cs_info(WHO ": step %s is being killed by Slurm: thawed, left running", j->name);
     return 1;
 }
@@ -763,8 +892,13 @@ static int sl_freeze(struct cs_engine *e, struct cs_job *j)
 static int sl_thaw(struct cs_engine *e, struct cs_job *j)
 {
     struct sl_job *sj = j->ctl;
+    int r;
 
-    return cs_cgf_thaw(WHO, sj->what, &sj->fz);
+    /* a write of Slurm's before it counts; the thaw's own writes do not */
+    slurm_touched(j, cs_now());
+    r = cs_cgf_thaw(WHO, sj->what, &sj->fz);
+    slurm_wrote(sj);
+    return r;
 }
 
 /* CPU time of the step's tasks: cpu.stat under v2; under v1 the sum over the
@@ -825,6 +959,7 @@ static void sl_job_release(struct cs_engine *e, struct cs_job *j)
     if (!sj)
         return;
     cs_cgf_close(&sj->fz);
+    unwatch_writes(sj);
     restore(sj->v2, sj->freeze, sj->cpuset, sj->orig, sj->binds, sj->cur);
     cs_guard_forget("%s", sj->record);
     held_drop(sj->record);
