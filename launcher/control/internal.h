@@ -88,6 +88,18 @@ size_t cs_binds_look(struct cs_binds **s, const char *dir, int v2, hwloc_const_b
 int cs_binds_latecomers(struct cs_binds *s, pid_t *tids, size_t n, hwloc_const_bitmap_t now);
 int cs_binds_look_again(struct cs_binds *s, const char *dir, int v2, hwloc_const_bitmap_t now);
 
+/* --------------------------------------------------------- fzwatch.c */
+/* Writes of a freezer's file (fzwatch.c says why): add a watch (0, or -1
+ * with errno: then written() says 0 always), delete it, and written(): 1
+ * when the file was written since the last call. */
+struct cs_fzwatch {
+    int wd;
+    int written;
+};
+int cs_fzwatch_add(struct cs_fzwatch *w, const char *file);
+void cs_fzwatch_del(struct cs_fzwatch *w);
+int cs_fzwatch_written(struct cs_fzwatch *w);
+
 /* --------------------------------------------------------- guardian.c */
 /* Hand a record ("what to restore") to the guardian; forget with unrecord. */
 void cs_guard_record(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -55,7 +55,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -95,8 +94,7 @@ struct sl_job {
     int bind_overflow;          /* more than a record holds (said once) */
     struct cs_proc_cpu cpu;
     struct cs_cgfreezer fz;     /* freeze's freezer: v1 freezer.state, v2 cgroup.freeze + events (cgrules.c) */
-    int wd;                     /* the watch on fz's file (watch_writes), -1: none */
-    int written;                /* fz's file written since the last look (drain_writes) */
+    struct cs_fzwatch watch;    /* writes of fz's file (fzwatch.c): Slurm's kill */
     int by_write;               /* dying because Slurm wrote fz's file (not a pending signal) */
     char what[48];              /* "step J.S", for messages */
 };
@@ -405,95 +403,14 @@ static void held_drop(const char *record)
 
 static void sl_rescue(const char *record);
 
-/* Slurm's kill of a step writes its freezer before any signal: every kill
- * path sends SIGCONT first (scancel, a time limit, a step's own scancel:
- * SIGKILL), and proctrack/cgroup answers SIGCONT and SIGKILL by thawing the
- * step - v1 freezer.state THAWED, v2 step/user/cgroup.freeze 0, the files
- * the engine freezes through - also when the step runs.  A step that takes
- * its SIGTERM at once (it was running) shows no pending signal afterwards
- * (being_killed()), so that write is what tells the engine.  An inotify
- * watch (IN_MODIFY, which kernfs sends for every write) on the file, one
- * inotify instance for the engine (fs.inotify.max_user_instances is 128 by
- * default; watches are plenty); the engine's own writes are drained right
- * after it makes them (ask()): a write of Slurm's in the microseconds
- * between the two is taken for ours.  No watch (-1) when inotify fails:
- * pending signals only, as before. */
-static int ino = -1;                /* one inotify instance: a watch per step */
-static struct sl_job **watched;     /* the steps with a watch (drain_writes finds them by wd) */
-static int nwatched;
-
-static void watch_writes(struct sl_job *sj)
-{
-    char path[PATH_MAX + 32];
-    struct sl_job **n;
-
-    sj->wd = -1;
-    snprintf(path, sizeof path, "%s/%s", sj->freeze, sj->v2 ? "cgroup.freeze" : "freezer.state");
-    if (ino < 0)
-        ino = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-    if (ino < 0 || (sj->wd = inotify_add_watch(ino, path, IN_MODIFY)) < 0) {
-        cs_warn(WHO ": step %s: cannot watch %s (%s): a kill of the step is seen from pending signals only",
-                sj->what, path, strerror(errno));
-        sj->wd = -1;
-        return;
-    }
-    if (!(n = realloc(watched, (size_t)(nwatched + 1) * sizeof *n))) {
-        inotify_rm_watch(ino, sj->wd);
-        sj->wd = -1;
-        return;
-    }
-    watched = n;
-    watched[nwatched++] = sj;
-}
-
-static void unwatch_writes(struct sl_job *sj)
-{
-    for (int i = 0; i < nwatched; i++)
-        if (watched[i] == sj) {
-            watched[i] = watched[--nwatched];
-            break;
-        }
-    if (sj->wd >= 0)
-        inotify_rm_watch(ino, sj->wd);      /* EINVAL when Slurm removed the cgroup: no matter */
-    sj->wd = -1;
-}
-
-/* Read every event queued: each marks its step written. */
-static void drain_writes(void)
-{
-    char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
-    ssize_t r;
-
-    while (ino >= 0 && (r = read(ino, buf, sizeof buf)) > 0)
-        for (char *p = buf; p + sizeof(struct inotify_event) <= buf + r;) {
-            const struct inotify_event *ev = (const struct inotify_event *)p;
-            for (int i = 0; i < nwatched; i++)
-                if (watched[i]->wd == ev->wd && (ev->mask & IN_MODIFY))
-                    watched[i]->written = 1;
-            p += sizeof *ev + ev->len;
-        }
-}
-
-/* 1 when the step's freeze file was written since the last look. */
-static int slurm_wrote(struct sl_job *sj)
-{
-    int w;
-
-    if (sj->wd < 0)
-        return 0;
-    drain_writes();
-    w = sj->written;
-    sj->written = 0;
-    return w;
-}
-
-/* A write of Slurm's since the last look (slurm_wrote): the step is taken
- * for dying from now, left running for kill_grace (dying()). */
+/* Slurm wrote the step's freezer since the last look (its kill: fzwatch.c
+ * says why): the step is taken for dying from now, left running for
+ * kill_grace (dying()). */
 static int slurm_touched(struct cs_job *j, double now)
 {
     struct sl_job *sj = j->ctl;
 
-    if (!slurm_wrote(sj))
+    if (!cs_fzwatch_written(&sj->watch))
         return 0;
     if (!sj->dying)
         cs_info(WHO ": step %s: Slurm wrote its freezer (a kill, or a resume): left running", j->name);
@@ -513,7 +430,7 @@ static int ask(struct cs_job *j, int on, double now)
     if (slurm_touched(j, now) && on)
         return -2;
     r = cs_cgf_ask(WHO, &sj->fz, on);
-    slurm_wrote(sj);
+    cs_fzwatch_written(&sj->watch);
     return r;
 }
 
@@ -548,6 +465,7 @@ static int sl_job_attach(struct cs_engine *e, struct cs_job *j, pid_t pid)
 {
     const struct cs_slurm_step *at = j->slurm;
     struct sl_job *sj = calloc(1, sizeof *sj);
+    char path[PATH_MAX + 32];
 
     /* where the step is: located once, by the host that registered it
      * (cs_slurm_step_locate), never again here */
@@ -567,7 +485,10 @@ static int sl_job_attach(struct cs_engine *e, struct cs_job *j, pid_t pid)
         free(sj);
         return -1;
     }
-    watch_writes(sj);
+    snprintf(path, sizeof path, "%s/%s", sj->freeze, sj->v2 ? "cgroup.freeze" : "freezer.state");
+    if (cs_fzwatch_add(&sj->watch, path) < 0)
+        cs_warn(WHO ": step %s: cannot watch %s (%s): its kill is seen from pending signals only", j->name, path,
+                strerror(errno));
     snprintf(sj->cur, sizeof sj->cur, "%s", sj->orig);
     make_record(sj);
     cs_guard_record("%s", sj->record);
@@ -897,7 +818,7 @@ static int sl_thaw(struct cs_engine *e, struct cs_job *j)
     /* a write of Slurm's before it counts; the thaw's own writes do not */
     slurm_touched(j, cs_now());
     r = cs_cgf_thaw(WHO, sj->what, &sj->fz);
-    slurm_wrote(sj);
+    cs_fzwatch_written(&sj->watch);
     return r;
 }
 
@@ -959,7 +880,7 @@ static void sl_job_release(struct cs_engine *e, struct cs_job *j)
     if (!sj)
         return;
     cs_cgf_close(&sj->fz);
-    unwatch_writes(sj);
+    cs_fzwatch_del(&sj->watch);
     restore(sj->v2, sj->freeze, sj->cpuset, sj->orig, sj->binds, sj->cur);
     cs_guard_forget("%s", sj->record);
     held_drop(sj->record);
