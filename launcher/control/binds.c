@@ -367,6 +367,16 @@ int cs_binds_look_again(struct cs_binds *s, const char *dir, int v2, hwloc_const
     return r;
 }
 
+void cs_binds_moved(struct cs_binds *s, const char *dir, int v2, const pid_t *tids, size_t n,
+                    hwloc_const_bitmap_t cur, hwloc_const_bitmap_t now)
+{
+    int grew = !hwloc_bitmap_isincluded(now, cur);
+
+    cs_binds_apply(s, tids, n, now, grew);
+    if (grew)
+        cs_binds_look_again(s, dir, v2, now);
+}
+
 size_t cs_binds_look(struct cs_binds **s, const char *dir, int v2, hwloc_const_bitmap_t cur, pid_t **tids)
 {
     size_t n;

@@ -317,12 +317,8 @@ static int cg1_set_cpus(struct cs_engine *e, struct cs_job *j,
     size_t n = cs_binds_look(&cj->binds, dir, 0, j->cpus, &tids);
     int r = cs_cg_write_cpuset(WHO, dir, cpus, mems);
 
-    if (r == 0 && n) {
-        int grew = !hwloc_bitmap_isincluded(cpus, j->cpus);
-        cs_binds_apply(cj->binds, tids, n, cpus, grew);
-        if (grew)
-            cs_binds_look_again(cj->binds, dir, 0, cpus);
-    }
+    if (r == 0 && n)
+        cs_binds_moved(cj->binds, dir, 0, tids, n, j->cpus, cpus);
     free(tids);
     return r;
 }

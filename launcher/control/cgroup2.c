@@ -320,12 +320,8 @@ static int cg2_set_cpus(struct cs_engine *e, struct cs_job *j,
     /* the cpuset: threads' own bindings kept, as in cgroup1.c */
     n = cs_binds_look(&cj->binds, cj->dir, 1, j->cpus, &tids);
     r = cs_cg_write_cpuset(WHO, cj->dir, cpus, mems);
-    if (r == 0 && n) {
-        int grew = !hwloc_bitmap_isincluded(cpus, j->cpus);
-        cs_binds_apply(cj->binds, tids, n, cpus, grew);
-        if (grew)
-            cs_binds_look_again(cj->binds, cj->dir, 1, cpus);
-    }
+    if (r == 0 && n)
+        cs_binds_moved(cj->binds, cj->dir, 1, tids, n, j->cpus, cpus);
     free(tids);
     return r;
 }

@@ -1,8 +1,8 @@
 /*
  * binds_race: a thread created while the engine grows a job's cpuset, in
  * the order the cgroup backends move a job (cgroup1.c, cgroup2.c:
- * cs_binds_look, the cpuset write, cs_binds_apply, and for a growing move
- * cs_binds_look_again), with the thread's birth put deterministically in
+ * cs_binds_look, the cpuset write, cs_binds_moved: apply, and for a growing
+ * move the second look), with the thread's birth put deterministically in
  * the race window between the look and the apply.
  *
  *   binds_race DIR [--no-again]
@@ -171,9 +171,10 @@ int main(int argc, char **argv)
     /* ... the cpuset grows, apply() widens the threads the look listed */
     if (cs_cg_write_cpuset("binds_race", dir, now, NULL) < 0)
         goto out;
-    cs_binds_apply(binds, tids, n, now, 1);
     if (again)
-        cs_binds_look_again(binds, dir, 0, now);
+        cs_binds_moved(binds, dir, 0, tids, n, cur, now);      /* what cgroup1.c and cgroup2.c call */
+    else
+        cs_binds_apply(binds, tids, n, now, 1);
     allowed(child, child, got_leader, sizeof got_leader);
     allowed(child, tid, got_thread, sizeof got_thread);
     printf("grown %s leader %s thread %s\n", ab_list, got_leader, got_thread);
