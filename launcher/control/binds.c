@@ -44,7 +44,9 @@
  * creator and before apply() set the creator's affinity, copies the
  * creator's requested mask - the smaller set, on Linux >= 6.2 - and is in
  * no list: after a move that grows the set, the owner lists the threads
- * again and latecomers() adopts and widens those it had not seen
+ * again and latecomers() adopts and widens those it had not seen - and
+ * again while a pass widened some (a latecomer may have made a thread
+ * before it was widened), CS_BINDS_PASSES passes at most
  * (tests/progs/binds_race puts such a birth in the window; without the
  * second look the thread stayed on the first CPU and the next look learnt
  * that as its own binding).  Nothing is ever widened beyond the
@@ -373,8 +375,8 @@ void cs_binds_moved(struct cs_binds *s, const char *dir, int v2, const pid_t *ti
     int grew = !hwloc_bitmap_isincluded(now, cur);
 
     cs_binds_apply(s, tids, n, now, grew);
-    if (grew)
-        cs_binds_look_again(s, dir, v2, now);
+    for (int pass = 0; grew && pass < CS_BINDS_PASSES && cs_binds_look_again(s, dir, v2, now) > 0; pass++)
+        ;
 }
 
 size_t cs_binds_look(struct cs_binds **s, const char *dir, int v2, hwloc_const_bitmap_t cur, pid_t **tids)

@@ -88,7 +88,9 @@ size_t cs_binds_look(struct cs_binds **s, const char *dir, int v2, hwloc_const_b
 int cs_binds_latecomers(struct cs_binds *s, pid_t *tids, size_t n, hwloc_const_bitmap_t now);
 int cs_binds_look_again(struct cs_binds *s, const char *dir, int v2, hwloc_const_bitmap_t now);
 /* After a cpuset write from cur to now, with look()'s list: apply(), all
- * when the set grew (see apply), and then look_again(). */
+ * when the set grew (see apply), and then look_again() while it widens
+ * some thread, CS_BINDS_PASSES times at most. */
+#define CS_BINDS_PASSES 4
 void cs_binds_moved(struct cs_binds *s, const char *dir, int v2, const pid_t *tids, size_t n,
                     hwloc_const_bitmap_t cur, hwloc_const_bitmap_t now);
 

@@ -600,11 +600,11 @@ static int move(int v2, const char *cpuset, const char *freeze, struct cs_binds 
     r = set_cores(v2, cpuset, freeze, list);
     if (r != -1 && n) {
         cs_binds_apply(binds, tids, n, l, 1);
-        if (!hwloc_bitmap_isincluded(l, c)) {
+        for (int pass = 0; pass < CS_BINDS_PASSES && !hwloc_bitmap_isincluded(l, c); pass++) {
             free(tids);
             tids = NULL;
-            if ((n = step_tids(v2, cpuset, freeze, &tids)))
-                cs_binds_latecomers(binds, tids, n, l);
+            if (!(n = step_tids(v2, cpuset, freeze, &tids)) || cs_binds_latecomers(binds, tids, n, l) <= 0)
+                break;
         }
     }
     free(tids);
