@@ -316,7 +316,9 @@ bindings() {
     # under gang each is frozen about half the time, A's wall time nears or
     # passes its limit.  A time limit is a limit of running time: A must not
     # need more than a minute of it even on a loaded machine.
-    sbatch -o a.out -e a.err --time=1 -n1 -c2 --cosched=gang \
+    # A's name holds a time limit of its own: scontrol's free text, never
+    # read for the job's limit (a user would give their job ten hours)
+    sbatch -o a.out -e a.err --time=1 -n1 -c2 --cosched=gang -J "a TimeLimit=600 Partition=x" \
         --wrap "srun -n1 -c2 '$PROGS/spin' -t 2 -c 60 -w 300" > a.sub
     A=$(grep -o '[0-9]*$' a.sub)
     wait_for 30 '"$COSCHED" status --socket "$CS_SOCKET" 2>/dev/null | grep -q "^$A\.0 "'
@@ -360,6 +362,43 @@ assert a["job_given_s"] >= 60 and b["job_given_s"] == 0, (a, b)
     grep -Eq "AdminComment=cosched:held_s=[1-9][0-9]*,frozen_s=" b.job
     grep -q "CANCELLED .* DUE TO TIME LIMIT" b.err
     if grep -q "DUE TO TIME LIMIT" a.err; then false; fi
+    slurm_node_ok
+}
+
+@test "an array task's time limit is extended alone: the other tasks keep theirs" {
+    [ "$(nproc)" -ge 2 ] || skip "needs 2 cpus"
+    # one task's own number is the array's: an update of it would set every
+    # task's limit (the admin's 30 minutes for task 1 cut to task 0's)
+    sbatch --parsable -H --array=0-1 -o /dev/null -e /dev/null --time=1 -n1 -c2 --cosched=gang \
+        --wrap "srun -n1 -c2 '$PROGS/spin' -t 2 -c 300 -w 300" > ar.sub
+    AR=$(cat ar.sub)
+    scontrol update JobId="${AR}_1" TimeLimit=30
+    scontrol release "$AR"
+    wait_for 30 'scontrol -o show job "${AR}_0" | grep -Eq "TimeLimit=00:0[2-4]:00"'
+    wait_for 30 'scontrol -o show job "${AR}_1" | grep -Eq "TimeLimit=00:3[2-4]:00"'
+    scontrol -o show job "${AR}_0" | grep -Eq "TimeLimit=00:0[2-4]:00"
+    scancel "$AR"
+    slurm_wait_idle 30
+}
+
+@test "a job whose steps run alone is never held: its time limit stays, step after step" {
+    [ "$(nproc)" -ge 2 ] || skip "needs 2 cpus"
+    # each step waits frozen for its first plan: not held time, and no
+    # minute ahead for it (each new step gave the job two minutes)
+    sbatch -o a.out -e a.err --time=1 -n1 -c2 --cosched=gang \
+        --wrap "for i in 1 2 3 4; do srun -n1 -c2 '$PROGS/spin' -t 2 -c 0.2 || exit 1; done" > a.sub
+    A=$(grep -o '[0-9]*$' a.sub)
+    local t=0 sa
+    while :; do
+        sa=$(slurm_job_state "$A")
+        case $sa in RUNNING|PENDING|COMPLETING) ;; *) scontrol -o show job "$A" > a.job; break ;; esac
+        t=$((t + 1))
+        [ $t -lt 240 ] || { echo "job still $sa after 120 s" >&2; false; }
+        sleep 0.5
+    done
+    cat a.job a.err
+    grep -q "JobState=COMPLETED" a.job
+    grep -q "TimeLimit=00:01:00" a.job
     slurm_node_ok
 }
 

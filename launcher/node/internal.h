@@ -55,7 +55,13 @@ struct served {                      /* per job (j->served) */
  * soon as the job is held (a job can be killed as soon as its limit passes),
  * then at most once a minute per job, a minute ahead while it is held (so
  * that it is never short between two updates), never beyond its partition's
- * MaxTime;
+ * MaxTime; minutes count as given only once scontrol said yes (a failed run
+ * is undone and tried again RETRY_AFTER s later).  A step not yet run by a
+ * plan is not held.  A job's record outlives its last step here by
+ * FORGET_AFTER s, so that its next step does not get the minute ahead again.
+ * What Slurm says of the job is read from squeue's fields (its own id as an
+ * array task or heterogeneous component, limit, partition), never from
+ * scontrol's free text, where a job name can hold "TimeLimit=".
  * the seconds held go to the job's AdminComment ("cosched:held_s=...",
  * where sacct shows it) unless a site's own comment is there.  The
  * plugin's extend_time=no turns the extension off (the comment stays).
@@ -70,6 +76,8 @@ struct served {                      /* per job (j->served) */
  * stops, every job's unsaid time goes out (last_words).
  */
 #define GIVE_EVERY 60.0              /* s between two updates of one job */
+#define RETRY_AFTER 10.0             /* s before a failed update is tried again */
+#define FORGET_AFTER 600.0           /* s a job's record is kept after its last step here */
 #define HOLD_MAX 0.4                 /* s a deregister waits for the last word (the plugin waits 0.5 s) */
 struct sjob {
     unsigned long job;
@@ -81,6 +89,8 @@ struct sjob {
     double last_update;              /* 0: never */
     double last_extra;               /* the last word sent within a minute of the update before (0: never) */
     pid_t child;                     /* the scontrol run under way (0: none) */
+    double adding, said_before, frozen_said_before; /* what the run under way counts: undone if it fails */
+    double seen;                     /* when a step of it was last registered here */
     int live;                        /* its steps registered now */
 };
 

@@ -39,6 +39,7 @@ struct sjob *node_sjob_of(struct cs_serve *s, unsigned long job, int create)
     memset(n, 0, sizeof *n);
     n->job = job;
     n->extend = 1;
+    n->seen = cs_now();
     return n;
 }
 
@@ -112,21 +113,36 @@ static void sjob_give(struct cs_serve *s, struct sjob *sj, double pending)
     if (sj->last_update > 0 && now - sj->last_update < GIVE_EVERY)
         sj->last_extra = now;
     sj->child = pid;
-    sj->given += (double)add * 60.0;
-    s->given_total += (double)add * 60.0;
+    sj->adding = (double)add * 60.0;
+    sj->said_before = sj->said;
+    sj->frozen_said_before = sj->frozen_said;
+    sj->given += sj->adding;
+    s->given_total += sj->adding;
     sj->said = sj->held;
     sj->frozen_said = sj->frozen;
     sj->last_update = now;
 }
 
-/* The job's scontrol child, if it ended: reaped (child 0). */
-static void sjob_reap(struct sjob *sj)
+/* The job's scontrol child, if it ended: reaped (child 0).  If it failed
+ * (slurmctld down, slow or restarting), what it was to say is unsaid again
+ * and tried RETRY_AFTER s later: minutes count as given once Slurm has them. */
+static void sjob_reap(struct cs_serve *s, struct sjob *sj)
 {
-    int st;
+    int st = 0;
     pid_t r;
 
-    if (sj->child > 0 && ((r = waitpid(sj->child, &st, WNOHANG)) == sj->child || (r < 0 && errno == ECHILD)))
-        sj->child = 0;
+    if (sj->child <= 0 || ((r = waitpid(sj->child, &st, WNOHANG)) != sj->child && !(r < 0 && errno == ECHILD)))
+        return;
+    sj->child = 0;
+    if (r > 0 && !(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
+        sj->given -= sj->adding;
+        s->given_total -= sj->adding;
+        sj->said = sj->said_before;
+        sj->frozen_said = sj->frozen_said_before;
+        sj->last_update = cs_now() - GIVE_EVERY + RETRY_AFTER;
+        sj->last_extra = 0;
+    }
+    sj->adding = 0;
 }
 
 /* Whether a step of the job is registered here. */
@@ -150,7 +166,7 @@ int node_hold_over(struct cs_engine *e, struct conn *c)
     if (!c->hold)
         return 1;
     if ((sj = node_sjob_of(srv(e), c->hold, 0)) != NULL)
-        sjob_reap(sj);
+        sjob_reap(srv(e), sj);
     if (!sj || job_here(e, c->hold) || cs_now() >= c->hold_until) {
         c->hold = 0;
         return 1;
@@ -172,7 +188,7 @@ void node_last_words(struct cs_engine *e)
     int held;
 
     for (int k = 0; k < s->nsj; k++) {
-        sjob_reap(&s->sj[k]);
+        sjob_reap(s, &s->sj[k]);
         if (sjob_due(&s->sj[k], cs_now(), 0) && sjob_unsaid(&s->sj[k]))
             sjob_give(s, &s->sj[k], sjob_pending(&s->sj[k], 0));
     }
@@ -224,7 +240,8 @@ static int run_capture(char *const argv[], const char *conf, char *out, size_t l
     return -1;
 }
 
-/* The value of KEY= in scontrol's one-line output ("" if absent). */
+/* The value of KEY= in scontrol's one-line output ("" if absent): only for
+ * output without free text of a user's (a partition's). */
 static void field(const char *doc, const char *key, char *val, size_t len)
 {
     size_t k = strlen(key);
@@ -246,7 +263,7 @@ static long minutes_of(const char *v)
     const char *p = v;
     char *e;
 
-    if (strcmp(v, "UNLIMITED") == 0 || strcmp(v, "Partition_Limit") == 0)
+    if (strcmp(v, "UNLIMITED") == 0 || strcmp(v, "Partition_Limit") == 0 || strcmp(v, "NOT_SET") == 0)
         return -1;
     if (strchr(v, '-')) {
         d = strtol(v, &e, 10);
@@ -271,12 +288,48 @@ static long minutes_of(const char *v)
     return d ? d * 1440 + a[0] * 60 : a[0];
 }
 
+/* Whether scontrol's record of a job holds an AdminComment that is not
+ * cosched's (any "AdminComment=" not followed by "cosched:"): a job name or
+ * a path of the user's can add one, which only keeps cosched's comment off
+ * that job, never puts it over a site's. */
+static int site_comment(const char *doc)
+{
+    for (const char *p = doc; (p = strstr(p, "AdminComment=")) != NULL; p += 13)
+        if ((p == doc || isspace((unsigned char)p[-1])) && strncmp(p + 13, "cosched:", 8) != 0)
+            return 1;
+    return 0;
+}
+
+/* JOB's line of `squeue -h -r -j JOB -o %A|%i|%l|%P`: Slurm's own fields,
+ * none a user writes.  Its id as Slurm addresses it (an array task
+ * ARRAY_TASK - JOB alone may name the whole array -; for a heterogeneous
+ * job's component LEADER+OFFSET, LEADER), its limit and partition; -1 if
+ * absent. */
+static int squeue_job(unsigned long job, const char *doc, char *id, size_t idl, char *tl, size_t tll, char *part,
+                      size_t pl)
+{
+    for (const char *l = doc; *l; l += strcspn(l, "\n"), l += *l == '\n') {
+        char a[32], i[64], t[64], pa[256];
+        if (sscanf(l, "%31[^|\n]|%63[^|\n]|%63[^|\n]|%255[^|\n]", a, i, t, pa) != 4 ||
+            strtoul(a, NULL, 10) != job)
+            continue;
+        i[strcspn(i, "+")] = '\0';
+        snprintf(id, idl, "%s", i);
+        snprintf(tl, tll, "%s", t);
+        snprintf(part, pl, "%s", pa);
+        return 0;
+    }
+    return -1;
+}
+
 /* The child that talks to slurmctld for one job: add minutes to its time
  * limit (never beyond its partition's MaxTime) and write the seconds held
- * to its AdminComment.  Says what it did in the engine's log. */
+ * to its AdminComment.  Says what it did in the engine's log.  Exit 0 when
+ * done (or nothing could be given: no limit, the partition's MaxTime
+ * reached), 1 when Slurm did not answer: the engine tries again. */
 static void give_back(const struct sjob *sj, long add)
 {
-    char out[16384], tl[64], part[256], max[64], adm[256], jid[32], a1[96], a2[128];
+    char out[16384], tl[64], part[256], max[64], jid[32], id[64], sq[PATH_MAX], why[PATH_MAX + 256], a1[96], a2[128];
     char *sc = (char *)sj->scontrol;
     long cur, lim, to = -1;
 
@@ -289,14 +342,36 @@ static void give_back(const struct sjob *sj, long add)
         close_range(3, (unsigned)cs_log_copy - 1, 0);
     close_range(cs_log_copy >= 3 ? (unsigned)cs_log_copy + 1 : 3, ~0U, 0);
     snprintf(jid, sizeof jid, "%lu", sj->job);
-    char *show[] = { sc, "-o", "show", "job", jid, NULL };
-    if (run_capture(show, sj->conf, out, sizeof out) != 0) {
-        cs_warn("job %lu: %s show job failed: frozen time not given back (%.0f s held)", sj->job, sc, sj->held);
+    /* squeue beside scontrol, as trusted */
+    snprintf(sq, sizeof sq, "%.*ssqueue", (int)(strrchr(sc, '/') - sc + 1), sc);
+    if (cs_path_trusted(sq, why, sizeof why) != 0) {
+        cs_warn("job %lu: squeue %s is not used: %s: frozen time not given back (%.0f s held)", sj->job, sq, why,
+                sj->held);
         _exit(1);
     }
-    field(out, "TimeLimit", tl, sizeof tl);
-    field(out, "Partition", part, sizeof part);
-    field(out, "AdminComment", adm, sizeof adm);
+    char *squeue[] = { sq, "-h", "-r", "-j", jid, "-o", "%A|%i|%l|%P", NULL };
+    /* a heterogeneous job's component: its leader's limit is the one
+     * Slurm kills all components at, and an update of the leader reaches
+     * them all */
+    unsigned long want = sj->job;
+    for (int tries = 0; tries < 2; tries++) {
+        if (run_capture(squeue, sj->conf, out, sizeof out) != 0 ||
+            squeue_job(want, out, id, sizeof id, tl, sizeof tl, part, sizeof part) < 0) {
+            cs_warn("job %lu: %s -j %s failed: frozen time not given back now (%.0f s held)", sj->job, sq, jid,
+                    sj->held);
+            _exit(1);
+        }
+        if (strchr(id, '_') || (want = strtoul(id, NULL, 10)) == strtoul(jid, NULL, 10))
+            break;
+        snprintf(jid, sizeof jid, "%lu", want);
+    }
+    char *show[] = { sc, "-o", "show", "job", id, NULL };
+    if (run_capture(show, sj->conf, out, sizeof out) != 0) {
+        cs_warn("job %lu: %s show job %s failed: frozen time not given back now (%.0f s held)", sj->job, sc, id,
+                sj->held);
+        _exit(1);
+    }
+    int mine = !site_comment(out);
     cur = minutes_of(tl);
     if (add > 0 && cur >= 0) {
         char *showp[] = { sc, "-o", "show", "partition", part, NULL };
@@ -304,8 +379,8 @@ static void give_back(const struct sjob *sj, long add)
                                                                    minutes_of(max)) : -2;
         to = cur + add;
         if (lim == -2) {
-            cs_warn("job %lu: cannot read partition %s's MaxTime: its time limit is left at %s", sj->job, part, tl);
-            to = -1;
+            cs_warn("job %lu: cannot read partition %s's MaxTime: frozen time not given back now", sj->job, part);
+            _exit(1);
         } else if (lim >= 0 && to > lim) {
             to = lim > cur ? lim : -1;
             cs_warn("job %lu: held %.0f s; its time limit stops at partition %s's MaxTime (%s)", sj->job, sj->held,
@@ -314,15 +389,17 @@ static void give_back(const struct sjob *sj, long add)
     }
     int n = 0;
     char *upd[6] = { sc, "update", NULL, NULL, NULL, NULL };
-    snprintf(a1, sizeof a1, "JobId=%lu", sj->job);
+    snprintf(a1, sizeof a1, "JobId=%s", id);
     upd[2] = a1;
     n = 3;
+    /* an increment, not the sum: another node's engine may extend the
+     * same job between this read and this write */
     if (to > cur) {
-        snprintf(a2, sizeof a2, "TimeLimit=%ld", to);
+        snprintf(a2, sizeof a2, "TimeLimit=+%ld", to - cur);
         upd[n++] = a2;
     }
     char a3[160];
-    if (!adm[0] || strncmp(adm, "cosched:", 8) == 0) {
+    if (mine) {
         snprintf(a3, sizeof a3, "AdminComment=cosched:held_s=%.0f,frozen_s=%.0f", sj->held, sj->frozen);
         upd[n++] = a3;
     }
@@ -361,13 +438,15 @@ void node_account(struct cs_engine *e)
         if (j->state != CS_JOB_LIVE || !sv || !(sj = node_sjob_of(s, sv->job, 0)))
             continue;
         sj->live++;
+        sj->seen = now;
         if (j->frozen) {
             sv->frozen_s += dt;
             sj->frozen += dt;
         }
         /* a step Slurm suspended (scontrol suspend) gets that time back
-         * from Slurm itself: not held by the engine then */
-        if (!j->frozen || (sv->nt > 0 && cs_proc_all_stopped(sv->t[0].pid) == 1))
+         * from Slurm itself: not held by the engine then; nor is a step
+         * no plan has run yet (it waits frozen for its first plan) */
+        if (!j->frozen || j->fresh || (sv->nt > 0 && cs_proc_all_stopped(sv->t[0].pid) == 1))
             allheld[sj - s->sj] = 0;
     }
     for (int k = 0; k < s->nsj; k++) {
@@ -376,7 +455,7 @@ void node_account(struct cs_engine *e)
             sj->held += dt;
             s->held_total += dt;
         }
-        sjob_reap(sj);
+        sjob_reap(s, sj);
         /* while the job is held, give an update's interval ahead: the next
          * update can come only GIVE_EVERY s (and a step) later, and by then
          * the job may have been held that much longer - a job given exactly
@@ -385,11 +464,12 @@ void node_account(struct cs_engine *e)
         if (sjob_due(sj, now, sj->live > 0) && (pending > 0 || sjob_unsaid(sj)))
             sjob_give(s, sj, pending);
     }
-    /* jobs with no step here, nothing running and nothing left to say */
+    /* jobs with no step here for FORGET_AFTER s, nothing running and
+     * nothing left to say */
     int m = 0;
     for (int k = 0; k < s->nsj; k++) {
         struct sjob *sj = &s->sj[k];
-        if (sj->live || sj->child || sjob_unsaid(sj))
+        if (sj->live || sj->child || sjob_unsaid(sj) || now - sj->seen < FORGET_AFTER)
             s->sj[m++] = *sj;
     }
     s->nsj = m;
