@@ -381,6 +381,39 @@ assert a["job_given_s"] >= 60 and b["job_given_s"] == 0, (a, b)
     slurm_wait_idle 30
 }
 
+@test "scontrol suspend: a step Slurm froze stays frozen while suspended, past --kill-grace, and runs again after resume" {
+    [ "$(nproc)" -ge 2 ] || skip "needs 2 cpus"
+    # proctrack/cgroup suspends by freezing the step (SIGSTOP); before,
+    # the engine took that write for a resume and, after --kill-grace,
+    # thawed the step in its turns while Slurm held it suspended
+    slurm_plugstack start=none
+    slurm_engine_start --policy gang --quantum 200ms --kill-grace 1s
+    sbatch -o a.out -e a.err --time=5 -n1 -c2 --cosched=gang \
+        --wrap "srun -n1 -c2 '$PROGS/spin' -t 2 -c 600 -w 600" > a.sub
+    A=$(grep -o '[0-9]*$' a.sub)
+    sbatch -o b.out -e b.err --time=5 -n1 -c2 --cosched=gang \
+        --wrap "srun -n1 -c2 '$PROGS/spin' -t 2 -c 600 -w 600" > b.sub
+    B=$(grep -o '[0-9]*$' b.sub)
+    wait_for 30 '"$COSCHED" status --socket "$CS_SOCKET" 2>/dev/null | grep -q "^$B\.0 "'
+    wait_for 30 '"$COSCHED" status --socket "$CS_SOCKET" 2>/dev/null | grep -q "^$A\.0 "'
+    scontrol suspend "$A"
+    wait_for 30 '[ "$(slurm_job_state "$A")" = SUSPENDED ]'
+    # Slurm's freeze comes after its SIGTSTP: seen by the engine
+    wait_for 30 'grep -q "step $A\.0: Slurm" "$CS_SOCKET.log"'
+    # four times --kill-grace, sampled: never thawed while suspended
+    local i s
+    for i in $(seq 1 20); do
+        s=$(fstate "$A" 0)
+        [ "$s" = FROZEN ] || { echo "sample $i: step $A.0 $s while Slurm holds it suspended" >&2; false; }
+        sleep 0.2
+    done
+    scontrol resume "$A"
+    wait_for 30 '[ "$(fstate "$A" 0)" = THAWED ]'
+    grep -q "Slurm froze it (a suspend)" "$CS_SOCKET.log"
+    scancel "$A" "$B"
+    slurm_wait_idle 30
+}
+
 @test "a job whose steps run alone is never held: its time limit stays, step after step" {
     [ "$(nproc)" -ge 2 ] || skip "needs 2 cpus"
     # each step waits frozen for its first plan: not held time, and no

@@ -110,7 +110,8 @@ int cs_cgf_ask(const char *who, const struct cs_cgfreezer *f, int on);
 int cs_cgf_state(const struct cs_cgfreezer *f);
 /* The state as text for a message (v1 freezer.state's word, v2 "frozen N"). */
 const char *cs_cgf_describe(const struct cs_cgfreezer *f, char *buf, size_t len);
-/* What is asked (v1 freezer.state, v2 cgroup.freeze): 1 frozen, 0 not, -1. */
+/* What is asked (v1 freezer.state FROZEN or FREEZING, v2 cgroup.freeze 1):
+ * 1 frozen, 0 not, -1. */
 int cs_cgf_asked(const struct cs_cgfreezer *f);
 /* A freeze's check for cs_freeze_wait: 1 frozen, 0 not yet, -1 unreadable
  * (reported with what, "job 3" or "step 7.0", and the freeze undone). */

@@ -120,7 +120,7 @@ int cs_cgf_asked(const struct cs_cgfreezer *f)
 
     if (cs_cg_read(f->dir, freeze_file(f->v2), buf, sizeof buf) < 0)
         return -1;
-    return strcmp(buf, f->v2 ? "1" : "FROZEN") == 0;
+    return f->v2 ? strcmp(buf, "1") == 0 : strcmp(buf, "THAWED") != 0;   /* v1 FREEZING: asked */
 }
 
 int cs_cgf_check(const char *who, const char *what, const struct cs_cgfreezer *f)

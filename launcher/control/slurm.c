@@ -96,6 +96,7 @@ struct sl_job {
     struct cs_cgfreezer fz;     /* freeze's freezer: v1 freezer.state, v2 cgroup.freeze + events (cgrules.c) */
     struct cs_fzwatch watch;    /* writes of fz's file (fzwatch.c): Slurm's kill */
     int by_write;               /* dying because Slurm wrote fz's file (not a pending signal) */
+    int suspended;              /* Slurm froze fz itself (its suspend): not written again until Slurm does */
     char what[48];              /* "step J.S", for messages */
 };
 
@@ -403,15 +404,24 @@ static void held_drop(const char *record)
 
 static void sl_rescue(const char *record);
 
-/* Slurm wrote the step's freezer since the last look (its kill: fzwatch.c
- * says why): the step is taken for dying from now, left running for
- * kill_grace (dying()). */
+/* Slurm wrote the step's freezer since the last look: a freeze is its
+ * suspend (the step is Slurm's until it writes again: suspended), a thaw
+ * its kill (fzwatch.c says why) or a resume: the step is taken for dying
+ * from now, left running for kill_grace (dying()). */
 static int slurm_touched(struct cs_job *j, double now)
 {
     struct sl_job *sj = j->ctl;
 
     if (!cs_fzwatch_written(&sj->watch))
         return 0;
+    /* a freeze of Slurm's is its suspend (proctrack/cgroup answers SIGSTOP
+     * by freezing the step): the step is Slurm's until Slurm thaws it */
+    int was = sj->suspended;
+    if ((sj->suspended = cs_cgf_asked(&sj->fz) == 1)) {
+        if (!was)
+            cs_info(WHO ": step %s: Slurm froze it (a suspend): left to Slurm until it thaws it", j->name);
+        return 1;
+    }
     if (!sj->dying)
         cs_info(WHO ": step %s: Slurm wrote its freezer (a kill, or a resume): left running", j->name);
     sj->dying = sj->by_write = 1;
@@ -429,6 +439,8 @@ static int ask(struct cs_job *j, int on, double now)
 
     if (slurm_touched(j, now) && on)
         return -2;
+    if (sj->suspended)
+        return on ? -2 : 0;
     r = cs_cgf_ask(WHO, &sj->fz, on);
     cs_fzwatch_written(&sj->watch);
     return r;
@@ -702,7 +714,7 @@ static int dying(struct cs_job *j, double now)
 {
     struct sl_job *sj = j->ctl;
 
-    if (slurm_touched(j, now))
+    if (slurm_touched(j, now) || sj->suspended)
         return 1;
     if (sj->dying && sj->by_write) {
         if (now - sj->dying_since <= kill_grace)
@@ -817,6 +829,8 @@ static int sl_thaw(struct cs_engine *e, struct cs_job *j)
 
     /* a write of Slurm's before it counts; the thaw's own writes do not */
     slurm_touched(j, cs_now());
+    if (sj->suspended)
+        return 0;
     r = cs_cgf_thaw(WHO, sj->what, &sj->fz);
     cs_fzwatch_written(&sj->watch);
     return r;
