@@ -59,7 +59,8 @@ void cs_fzwatch_del(struct cs_fzwatch *w)
             break;
         }
     if (w->wd >= 0)
-        inotify_rm_watch(ino, w->wd);       /* EINVAL when the cgroup is gone: no matter */
+        inotify_rm_watch(ino, w->wd);       /* also once the cgroup is gone (6.18: no IN_IGNORED came, the
+                                             * watch held the file until now); an error is no matter */
     w->wd = -1;
 }
 
