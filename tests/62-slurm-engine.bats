@@ -421,14 +421,8 @@ assert a["job_given_s"] >= 60 and b["job_given_s"] == 0, (a, b)
     sbatch -o a.out -e a.err --time=1 -n1 -c2 --cosched=gang \
         --wrap "for i in 1 2 3 4; do srun -n1 -c2 '$PROGS/spin' -t 2 -c 0.2 || exit 1; done" > a.sub
     A=$(grep -o '[0-9]*$' a.sub)
-    local t=0 sa
-    while :; do
-        sa=$(slurm_job_state "$A")
-        case $sa in RUNNING|PENDING|COMPLETING) ;; *) scontrol -o show job "$A" > a.job; break ;; esac
-        t=$((t + 1))
-        [ $t -lt 240 ] || { echo "job still $sa after 120 s" >&2; false; }
-        sleep 0.5
-    done
+    wait_for 120 'case $(slurm_job_state "$A") in RUNNING|PENDING|COMPLETING) false ;; esac'
+    scontrol -o show job "$A" > a.job
     cat a.job a.err
     grep -q "JobState=COMPLETED" a.job
     grep -q "TimeLimit=00:01:00" a.job

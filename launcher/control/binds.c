@@ -359,13 +359,17 @@ int cs_binds_latecomers(struct cs_binds *s, pid_t *tids, size_t n, hwloc_const_b
     return cs_binds_apply(s, tids, k, now, 1);
 }
 
-int cs_binds_look_again(struct cs_binds *s, const char *dir, int v2, hwloc_const_bitmap_t now)
+int cs_binds_look_again(struct cs_binds *s, const char *dir, int v2, int depth, size_t bound, hwloc_const_bitmap_t now)
 {
-    pid_t *tids = NULL;
-    size_t n = cs_cgtree_tids(dir, v2, 0, CS_BINDS_TIDS, &tids);
-    int r = n ? cs_binds_latecomers(s, tids, n, now) : 0;
+    int r = 0, w = 1;
 
-    free(tids);
+    for (int pass = 0; w > 0 && pass < CS_BINDS_PASSES; pass++) {
+        pid_t *tids = NULL;
+        size_t n = cs_cgtree_tids(dir, v2, depth, bound, &tids);
+        w = n ? cs_binds_latecomers(s, tids, n, now) : 0;
+        r += w > 0 ? w : 0;
+        free(tids);
+    }
     return r;
 }
 
@@ -375,8 +379,8 @@ void cs_binds_moved(struct cs_binds *s, const char *dir, int v2, const pid_t *ti
     int grew = !hwloc_bitmap_isincluded(now, cur);
 
     cs_binds_apply(s, tids, n, now, grew);
-    for (int pass = 0; grew && pass < CS_BINDS_PASSES && cs_binds_look_again(s, dir, v2, now) > 0; pass++)
-        ;
+    if (grew)
+        cs_binds_look_again(s, dir, v2, 0, CS_BINDS_TIDS, now);
 }
 
 size_t cs_binds_look(struct cs_binds **s, const char *dir, int v2, hwloc_const_bitmap_t cur, pid_t **tids)

@@ -84,13 +84,15 @@ size_t cs_binds_look(struct cs_binds **s, const char *dir, int v2, hwloc_const_b
  * copies it to the new thread and keeps it when the cpuset grows), so they
  * are adopted and given their leader's binding & now, or all of now
  * (apply(all)).  tids is reordered.  How many it had to set.  look_again:
- * the same with the threads of the cgroup dir (as look lists them). */
+ * the same with the threads of the tree below dir (depth and bound as
+ * cs_cgtree_tids), again while a pass set some (a latecomer may have made
+ * a thread before it was set), CS_BINDS_PASSES passes at most; how many it
+ * set in all. */
 int cs_binds_latecomers(struct cs_binds *s, pid_t *tids, size_t n, hwloc_const_bitmap_t now);
-int cs_binds_look_again(struct cs_binds *s, const char *dir, int v2, hwloc_const_bitmap_t now);
-/* After a cpuset write from cur to now, with look()'s list: apply(), all
- * when the set grew (see apply), and then look_again() while it widens
- * some thread, CS_BINDS_PASSES times at most. */
 #define CS_BINDS_PASSES 4
+int cs_binds_look_again(struct cs_binds *s, const char *dir, int v2, int depth, size_t bound, hwloc_const_bitmap_t now);
+/* After a cpuset write from cur to now, with look()'s list: apply(), all
+ * when the set grew (see apply), and then look_again(). */
 void cs_binds_moved(struct cs_binds *s, const char *dir, int v2, const pid_t *tids, size_t n,
                     hwloc_const_bitmap_t cur, hwloc_const_bitmap_t now);
 

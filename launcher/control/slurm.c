@@ -612,12 +612,8 @@ static int move(int v2, const char *cpuset, const char *freeze, struct cs_binds 
     r = set_cores(v2, cpuset, freeze, list);
     if (r != -1 && n) {
         cs_binds_apply(binds, tids, n, l, 1);
-        for (int pass = 0; pass < CS_BINDS_PASSES && !hwloc_bitmap_isincluded(l, c); pass++) {
-            free(tids);
-            tids = NULL;
-            if (!(n = step_tids(v2, cpuset, freeze, &tids)) || cs_binds_latecomers(binds, tids, n, l) <= 0)
-                break;
-        }
+        if (!hwloc_bitmap_isincluded(l, c))
+            cs_binds_look_again(binds, v2 ? freeze : cpuset, v2, TREE_DEPTH, TIDS_BOUND, l);
     }
     free(tids);
     hwloc_bitmap_free(c);
