@@ -429,6 +429,42 @@ assert a["job_given_s"] >= 60 and b["job_given_s"] == 0, (a, b)
     slurm_node_ok
 }
 
+@test "a job whose time limit is its partition's MaxTime is never frozen: its steps run beside the others, its limit kept" {
+    [ "$(nproc)" -ge 2 ] || skip "needs 2 cpus"
+    # no update can give such a job its frozen time back: time-sliced, it
+    # could be killed at its limit for time cosched kept it frozen (before,
+    # gang froze each of two such jobs half the time and both reached it)
+    scontrol create PartitionName=short Nodes="$SLURM_NODE" MaxTime=1 State=UP OverSubscribe=FORCE:4
+    local x
+    for x in a b; do
+        sbatch -p short -o $x.out -e $x.err --time=1 -n1 -c2 --cosched=gang \
+            --wrap "srun -n1 -c2 '$PROGS/spin' -t 2 -c 8 -w 300" > $x.sub
+    done
+    A=$(grep -o '[0-9]*$' a.sub) B=$(grep -o '[0-9]*$' b.sub)
+    wait_for 60 'grep -q "step $A\.0: never frozen" "$CS_SOCKET.log" && grep -q "step $B\.0: never frozen" "$CS_SOCKET.log"'
+    "$COSCHED" status --socket "$CS_SOCKET" | tee st.txt
+    grep -q "time limit at its partition's MaxTime, never frozen" st.txt
+    # sampled while both run, from the switch after those lines: neither
+    # step's freezer is frozen
+    wait_for 10 '[[ "$(fstate "$A" 0) $(fstate "$B" 0)" != *FROZEN* ]]'
+    local i s
+    for i in $(seq 1 15); do
+        s="$(fstate "$A" 0) $(fstate "$B" 0)"
+        [[ $s != *FROZEN* ]] || { echo "sample $i: steps $A.0 $B.0: $s" >&2; false; }
+        sleep 0.2
+    done
+    wait_for 120 'case "$(slurm_job_state "$A") $(slurm_job_state "$B")" in *RUNNING*|*PENDING*|*COMPLETING*) false ;; esac'
+    scontrol -o show job "$A" > a.job
+    scontrol -o show job "$B" > b.job
+    cat a.job b.job a.err b.err
+    grep -q "JobState=COMPLETED" a.job
+    grep -q "JobState=COMPLETED" b.job
+    grep -q "TimeLimit=00:01:00" a.job
+    grep -q "TimeLimit=00:01:00" b.job
+    scontrol delete PartitionName=short
+    slurm_node_ok
+}
+
 # page_of P: "N INODE" of task P's OpenMP page - the number its environment
 # names in COSCHED_OMP_PAGE and the inode of what that descriptor is, when it
 # is the engine's memfd (the kernel's view: /proc/P/environ and /proc/P/fd/N)

@@ -56,7 +56,12 @@ struct served {                      /* per job (j->served) */
  * then at most once a minute per job, a minute ahead while it is held (so
  * that it is never short between two updates), never beyond its partition's
  * MaxTime; minutes count as given only once scontrol said yes (a failed run
- * is undone and tried again RETRY_AFTER s later).  A step not yet run by a
+ * is undone and tried again RETRY_AFTER s later).  A job whose limit, once
+ * updated, is less than ROOM_MIN minutes below that MaxTime (asked once
+ * when it first registers here, and at each update) could not get the next
+ * update's minutes: its steps here are never frozen from then on
+ * (j->nofreeze, as a step spanning nodes).  A comment-only update does not
+ * delay the next extension (last_extend).  A step not yet run by a
  * plan is not held.  A job's record outlives its last step here by
  * FORGET_AFTER s, so that its next step does not get the minute ahead again.
  * What Slurm says of the job is read from squeue's fields (its own id as an
@@ -79,6 +84,7 @@ struct served {                      /* per job (j->served) */
 #define RETRY_AFTER 10.0             /* s before a failed update is tried again */
 #define FORGET_AFTER 600.0           /* s a job's record is kept after its last step here */
 #define HOLD_MAX 0.4                 /* s a deregister waits for the last word (the plugin waits 0.5 s) */
+#define ROOM_MIN 2                   /* min below MaxTime the next update may need (held + a minute ahead) */
 struct sjob {
     unsigned long job;
     int extend;                      /* 0 when any of its steps said extend=0 */
@@ -87,11 +93,14 @@ struct sjob {
     double held, given, frozen;      /* s all held; s given back; s frozen summed over its steps */
     double said, frozen_said;        /* held and frozen as last written to Slurm */
     double last_update;              /* 0: never */
+    double last_extend;              /* the last update that added minutes (0: never) */
     double last_extra;               /* the last word sent within a minute of the update before (0: never) */
     pid_t child;                     /* the scontrol run under way (0: none) */
     double adding, said_before, frozen_said_before; /* what the run under way counts: undone if it fails */
     double seen;                     /* when a step of it was last registered here */
     int live;                        /* its steps registered now */
+    int probed;                      /* its room below MaxTime asked (or being asked) */
+    int noroom;                      /* its limit cannot take another update: never frozen here */
 };
 
 #define METRICS_EVERY 5.0            /* s between two writes of the metrics file */

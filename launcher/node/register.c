@@ -193,7 +193,8 @@ static int do_register(struct cs_engine *e, const struct cs_msg *m, pid_t peer, 
     j->name = cs_strdup_printf("%ld.%ld", job, step);
     j->origin = cs_strdup_printf("Slurm step %ld.%ld (uid %ld)", job, step, uid);
     j->allowed = cpus;
-    j->nofreeze = sv->nnodes > 1;
+    struct sjob *sj = node_sjob_of(s, (unsigned long)job, 0);
+    j->nofreeze = sv->nnodes > 1 || (sj && sj->noroom);
     j->served = sv;
     j->has_owner = 1;
     j->owner = uid;
@@ -219,7 +220,8 @@ static int do_register(struct cs_engine *e, const struct cs_msg *m, pid_t peer, 
         goto bad;
     }
     cs_info("step %s (uid %ld, %s) joined: cores %s%s", j->name, uid, sv->prog, cs_msg_get(m, "cores"),
-            j->nofreeze ? ", spans nodes: never frozen" : "");
+            !j->nofreeze ? "" : sv->nnodes > 1 ? ", spans nodes: never frozen"
+                                                : ", its job's time limit is at its partition's MaxTime: never frozen");
     node_sjob_note(s, (unsigned long)job, m);   /* its Slurm job: time given back */
     register_ok(e, j, want_page, rep, len, page_fd);
     s->accepted++;

@@ -78,12 +78,16 @@ static int sjob_unsaid(const struct sjob *sj)
  * minute since the one before - or, its last step here gone (here 0), one
  * more within that minute, once a minute: the last word (a finished job
  * cannot be updated; a job whose steps end in quick succession gets at most
- * two updates a minute, and its last words once a minute). */
-static int sjob_due(const struct sjob *sj, double now, int here)
+ * two updates a minute, and its last words once a minute).  An update that
+ * adds minutes (extending) counts from the last one that added minutes: a
+ * comment written while the job was not held does not make it wait. */
+static int sjob_due(const struct sjob *sj, double now, int here, int extending)
 {
+    double last = extending ? sj->last_extend : sj->last_update;
+
     if (sj->child > 0 || !sj->scontrol[0])
         return 0;
-    if (sj->last_update == 0 || now - sj->last_update >= GIVE_EVERY)
+    if (last == 0 || now - last >= GIVE_EVERY)
         return 1;
     return !here && (sj->last_extra == 0 || now - sj->last_extra >= GIVE_EVERY);
 }
@@ -94,38 +98,51 @@ static double sjob_pending(const struct sjob *sj, double ahead)
     return sj->extend ? sj->held + ahead - sj->given : 0;
 }
 
-static void give_back(const struct sjob *sj, long add);
+static void give_back(const struct sjob *sj, long add, int probe);
 
-/* Start the job's update (its own child, reaped by sjob_reap): pending
- * seconds of time limit, in whole minutes, and its AdminComment. */
-static void sjob_give(struct cs_serve *s, struct sjob *sj, double pending)
+/* Fork the job's scontrol child (reaped by sjob_reap); 0 when it runs. */
+static int sjob_fork(struct sjob *sj, long add, int probe)
 {
-    long add = pending > 0 ? (long)ceil(pending / 60.0) : 0;
     pid_t pid = fork();
 
     if (pid == 0)
-        give_back(sj, add);
+        give_back(sj, add, probe);
     if (pid < 0) {
         cs_warn("job %lu: fork: %s: frozen time not given back now", sj->job, strerror(errno));
-        return;
+        return -1;
     }
+    sj->child = pid;
+    sj->adding = 0;
+    sj->said_before = sj->said;
+    sj->frozen_said_before = sj->frozen_said;
+    return 0;
+}
+
+/* Start the job's update: pending seconds of time limit, in whole minutes,
+ * and its AdminComment. */
+static void sjob_give(struct cs_serve *s, struct sjob *sj, double pending)
+{
+    long add = pending > 0 ? (long)ceil(pending / 60.0) : 0;
+
+    if (sjob_fork(sj, add, 0) < 0)
+        return;
     double now = cs_now();
     if (sj->last_update > 0 && now - sj->last_update < GIVE_EVERY)
         sj->last_extra = now;
-    sj->child = pid;
     sj->adding = (double)add * 60.0;
-    sj->said_before = sj->said;
-    sj->frozen_said_before = sj->frozen_said;
     sj->given += sj->adding;
     s->given_total += sj->adding;
     sj->said = sj->held;
     sj->frozen_said = sj->frozen;
     sj->last_update = now;
+    if (add > 0)
+        sj->last_extend = now;
 }
 
 /* The job's scontrol child, if it ended: reaped (child 0).  If it failed
  * (slurmctld down, slow or restarting), what it was to say is unsaid again
- * and tried RETRY_AFTER s later: minutes count as given once Slurm has them. */
+ * and tried RETRY_AFTER s later: minutes count as given once Slurm has them.
+ * Exit 2: done, and the job's limit can take no further update (noroom). */
 static void sjob_reap(struct cs_serve *s, struct sjob *sj)
 {
     int st = 0;
@@ -134,12 +151,16 @@ static void sjob_reap(struct cs_serve *s, struct sjob *sj)
     if (sj->child <= 0 || ((r = waitpid(sj->child, &st, WNOHANG)) != sj->child && !(r < 0 && errno == ECHILD)))
         return;
     sj->child = 0;
-    if (r > 0 && !(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
+    if (r > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 2)
+        sj->noroom = 1;
+    else if (r > 0 && !(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
         sj->given -= sj->adding;
         s->given_total -= sj->adding;
         sj->said = sj->said_before;
         sj->frozen_said = sj->frozen_said_before;
         sj->last_update = cs_now() - GIVE_EVERY + RETRY_AFTER;
+        if (sj->adding > 0)
+            sj->last_extend = sj->last_update;
         sj->last_extra = 0;
     }
     sj->adding = 0;
@@ -171,7 +192,7 @@ int node_hold_over(struct cs_engine *e, struct conn *c)
         c->hold = 0;
         return 1;
     }
-    if (sjob_due(sj, cs_now(), 0) && sjob_unsaid(sj))
+    if (sjob_due(sj, cs_now(), 0, 0) && sjob_unsaid(sj))
         sjob_give(srv(e), sj, sjob_pending(sj, 0));
     if (sj->child == 0)
         c->hold = 0;                 /* nothing to say or not now, or the fork failed */
@@ -189,7 +210,7 @@ void node_last_words(struct cs_engine *e)
 
     for (int k = 0; k < s->nsj; k++) {
         sjob_reap(s, &s->sj[k]);
-        if (sjob_due(&s->sj[k], cs_now(), 0) && sjob_unsaid(&s->sj[k]))
+        if (sjob_due(&s->sj[k], cs_now(), 0, 0) && sjob_unsaid(&s->sj[k]))
             sjob_give(s, &s->sj[k], sjob_pending(&s->sj[k], 0));
     }
     do {
@@ -324,10 +345,12 @@ static int squeue_job(unsigned long job, const char *doc, char *id, size_t idl, 
 
 /* The child that talks to slurmctld for one job: add minutes to its time
  * limit (never beyond its partition's MaxTime) and write the seconds held
- * to its AdminComment.  Says what it did in the engine's log.  Exit 0 when
- * done (or nothing could be given: no limit, the partition's MaxTime
- * reached), 1 when Slurm did not answer: the engine tries again. */
-static void give_back(const struct sjob *sj, long add)
+ * to its AdminComment; a probe only reads.  Says what it did in the
+ * engine's log.  Exit 0 when done (or nothing could be given: no limit),
+ * 2 when done and the limit is then less than ROOM_MIN minutes below the
+ * partition's MaxTime (the next update could not give what the job may be
+ * held by then), 1 when Slurm did not answer: the engine tries again. */
+static void give_back(const struct sjob *sj, long add, int probe)
 {
     char out[16384], tl[64], part[256], max[64], jid[32], id[64], sq[PATH_MAX], why[PATH_MAX + 256], a1[96], a2[128];
     char *sc = (char *)sj->scontrol;
@@ -366,14 +389,14 @@ static void give_back(const struct sjob *sj, long add)
         snprintf(jid, sizeof jid, "%lu", want);
     }
     char *show[] = { sc, "-o", "show", "job", id, NULL };
-    if (run_capture(show, sj->conf, out, sizeof out) != 0) {
+    if (!probe && run_capture(show, sj->conf, out, sizeof out) != 0) {
         cs_warn("job %lu: %s show job %s failed: frozen time not given back now (%.0f s held)", sj->job, sc, id,
                 sj->held);
         _exit(1);
     }
-    int mine = !site_comment(out);
+    int mine = !probe && !site_comment(out), noroom = 0;
     cur = minutes_of(tl);
-    if (add > 0 && cur >= 0) {
+    if ((add > 0 || probe) && cur >= 0) {
         char *showp[] = { sc, "-o", "show", "partition", part, NULL };
         lim = run_capture(showp, sj->conf, out, sizeof out) == 0 ? (field(out, "MaxTime", max, sizeof max),
                                                                    minutes_of(max)) : -2;
@@ -386,7 +409,14 @@ static void give_back(const struct sjob *sj, long add)
             cs_warn("job %lu: held %.0f s; its time limit stops at partition %s's MaxTime (%s)", sj->job, sj->held,
                     part, max);
         }
+        noroom = lim >= 0 && lim - (to > cur ? to : cur) < ROOM_MIN;
+        if (noroom)
+            cs_info("job %lu: its time limit (%ld min) is less than %d min below partition %s's MaxTime (%s): "
+                    "its steps here are never frozen from now on", sj->job, to > cur ? to : cur, ROOM_MIN, part,
+                    max);
     }
+    if (probe)
+        _exit(noroom ? 2 : 0);
     int n = 0;
     char *upd[6] = { sc, "update", NULL, NULL, NULL, NULL };
     snprintf(a1, sizeof a1, "JobId=%s", id);
@@ -404,7 +434,7 @@ static void give_back(const struct sjob *sj, long add)
         upd[n++] = a3;
     }
     if (n == 3)
-        _exit(0);
+        _exit(noroom ? 2 : 0);
     if (run_capture(upd, sj->conf, out, sizeof out) != 0) {
         cs_warn("job %lu: %s update %s%s%s failed: %s", sj->job, sc, a1, to > cur ? " " : "", to > cur ? a2 : "",
                 out);
@@ -413,7 +443,7 @@ static void give_back(const struct sjob *sj, long add)
     if (to > cur)
         cs_info("job %lu: its steps were all held frozen %.0f s: time limit %ld -> %ld min", sj->job, sj->held, cur,
                 to);
-    _exit(0);
+    _exit(noroom ? 2 : 0);
 }
 
 /* Between two steps of the loop: count the time held, start the updates
@@ -428,6 +458,7 @@ void node_account(struct cs_engine *e)
     if (!allheld)
         return;
     for (int k = 0; k < s->nsj; k++) {
+        sjob_reap(s, &s->sj[k]);
         s->sj[k].live = 0;
         allheld[k] = 1;
     }
@@ -439,6 +470,15 @@ void node_account(struct cs_engine *e)
             continue;
         sj->live++;
         sj->seen = now;
+        if (sj->noroom && !j->nofreeze) {
+            j->nofreeze = 1;          /* the next switch thaws it where it is */
+            cs_info("step %s: never frozen from now on (its job's time limit is at its partition's MaxTime)",
+                    j->name);
+        }
+        /* its room below MaxTime, asked once, before it is held if the
+         * answer comes first (a step spanning nodes is never held) */
+        if (!sj->probed && !j->nofreeze && sj->extend && sj->scontrol[0] && sj->child == 0)
+            sj->probed = sjob_fork(sj, 0, 1) == 0;
         if (j->frozen) {
             sv->frozen_s += dt;
             sj->frozen += dt;
@@ -455,13 +495,13 @@ void node_account(struct cs_engine *e)
             sj->held += dt;
             s->held_total += dt;
         }
-        sjob_reap(s, sj);
         /* while the job is held, give an update's interval ahead: the next
          * update can come only GIVE_EVERY s (and a step) later, and by then
          * the job may have been held that much longer - a job given exactly
          * its held time could pass its limit frozen in between */
         double pending = sjob_pending(sj, sj->live && allheld[k] ? GIVE_EVERY : 0);
-        if (sjob_due(sj, now, sj->live > 0) && (pending > 0 || sjob_unsaid(sj)))
+        int here = sj->live > 0;
+        if ((pending > 0 && sjob_due(sj, now, here, 1)) || (sjob_unsaid(sj) && sjob_due(sj, now, here, 0)))
             sjob_give(s, sj, pending);
     }
     /* jobs with no step here for FORGET_AFTER s, nothing running and

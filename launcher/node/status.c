@@ -64,12 +64,15 @@ static void reason(struct cs_engine *e, const struct cs_job *j, uid_t who, char 
         if (n < len)
             snprintf(buf + n, len - n, "%s in this quantum; waiting for %.1f s", any || others ? "" : " nothing else",
                      cs_now() - j->last_run_end);
-    } else if (mine < all) {
-        snprintf(buf, len, "folded: %d of its %d cpus this quantum (%s)", mine, all,
-                 j->nofreeze ? "spans nodes, never frozen" : "sharing the node");
-    } else {
-        snprintf(buf, len, "running on all its cpus%s", j->nofreeze ? " (spans nodes, never frozen)" : "");
+        return;
     }
+    const char *never = !j->nofreeze ? NULL : sv->nnodes > 1 ? "spans nodes, never frozen"
+                                                            : "time limit at its partition's MaxTime, never frozen";
+    if (mine < all)
+        snprintf(buf, len, "folded: %d of its %d cpus this quantum (%s)", mine, all,
+                 never ? never : "sharing the node");
+    else
+        snprintf(buf, len, "running on all its cpus%s%s%s", never ? " (" : "", never ? never : "", never ? ")" : "");
 }
 
 char *node_status_doc(struct cs_engine *e, uid_t who, int text)

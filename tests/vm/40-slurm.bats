@@ -384,3 +384,35 @@ cpu_count() {
     wait "$BG" || true; BG=
     slurm_node_ok
 }
+
+@test "time limits under this Slurm: a held --time=1 job's limit grows by whole minutes; a job at its partition's MaxTime is never frozen" {
+    # what the engine asks of this release (squeue -o '%A|%i|%l|%P', scontrol
+    # show partition, update TimeLimit=+N), answered by it: run against
+    # another release with tests/vm/check's SLURM_SBIN
+    local n x
+    n=$(nproc)
+    scontrol create PartitionName=short Nodes="$SLURM_NODE" MaxTime=1 State=UP OverSubscribe=FORCE:4
+    for x in a b; do
+        sbatch --parsable -o $x.out -e $x.err --time=1 -n1 -c"$n" --cosched=gang $([ $x = b ] && echo -p short) \
+            --wrap "srun -n1 -c$n nice -n 19 '$PROGS/spin' -t 2 -d 10000 -w 300" > $x.sub
+    done
+    A=$(cat a.sub) B=$(cat b.sub)
+    wait_for 90 'grep -q "step $B\.0: never frozen" "$CS_SOCKET.log"' ||
+        { cat a.err b.err >&2; tail -n 20 "$CS_SOCKET.log" >&2; false; }
+    # gang runs A every other quantum; B runs through them, its tasks never
+    # frozen once the switch after that line has thawed it
+    wait_for 30 '[ "$(frozen "$B" 0)" = 0 ]'
+    local i
+    for i in $(seq 1 10); do
+        [ "$(frozen "$B" 0)" != 1 ] || { echo "sample $i: step $B.0 frozen" >&2; false; }
+        sleep 0.5
+    done
+    wait_for 90 'scontrol -o show job "$A" | grep -Eq "TimeLimit=00:0[2-9]:00"' ||
+        { scontrol -o show job "$A" >&2; tail -n 20 "$CS_SOCKET.log" >&2; false; }
+    scontrol -o show job "$B" | grep -q "TimeLimit=00:01:00"
+    scancel "$A" "$B"
+    slurm_wait_gone "$A" 60
+    slurm_wait_gone "$B" 60
+    scontrol delete PartitionName=short
+    slurm_node_ok
+}
