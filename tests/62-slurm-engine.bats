@@ -381,7 +381,7 @@ assert a["job_given_s"] >= 60 and b["job_given_s"] == 0, (a, b)
     slurm_wait_idle 30
 }
 
-@test "scontrol suspend: a step Slurm froze stays frozen while suspended, past --kill-grace, and runs again after resume" {
+@test "scontrol suspend: a step Slurm froze stays frozen while suspended, past --kill-grace and the engine's death, and runs again after resume" {
     [ "$(nproc)" -ge 2 ] || skip "needs 2 cpus"
     # proctrack/cgroup suspends by freezing the step (SIGSTOP); before,
     # the engine took that write for a resume and, after --kill-grace,
@@ -407,9 +407,21 @@ assert a["job_given_s"] >= 60 and b["job_given_s"] == 0, (a, b)
         [ "$s" = FROZEN ] || { echo "sample $i: step $A.0 $s while Slurm holds it suspended" >&2; false; }
         sleep 0.2
     done
+    grep -q "Slurm froze it (a suspend)" "$CS_SOCKET.log"
+    # the engine killed: its guardian gives B back and leaves A to Slurm, and
+    # so does the next engine, from the records the dead one left (before,
+    # both thawed A while Slurm held it suspended)
+    kill -9 "$(slurm_engine_pid)"
+    wait_for 10 '[ "$(fstate "$B" 0)" = THAWED ]'
+    for i in $(seq 1 10); do
+        s=$(fstate "$A" 0)
+        [ "$s" = FROZEN ] || { echo "after the engine's death, sample $i: step $A.0 $s" >&2; false; }
+        [ "$i" != 5 ] || slurm_engine_start --policy gang --quantum 200ms --kill-grace 1s
+        sleep 0.2
+    done
+    grep -q "job_$A/step_0: Slurm holds it suspended" "$CS_SOCKET.log"
     scontrol resume "$A"
     wait_for 30 '[ "$(fstate "$A" 0)" = THAWED ]'
-    grep -q "Slurm froze it (a suspend)" "$CS_SOCKET.log"
     scancel "$A" "$B"
     slurm_wait_idle 30
 }

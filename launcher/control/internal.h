@@ -118,6 +118,9 @@ int cs_rescue_isolated(void (*rescue)(const char *), const char *record, double 
 /* Records: append one escaped field; split (in place) and unescape. */
 int cs_rec_add(char *rec, size_t len, const char *field);
 int cs_rec_split(char *rec, char **fields, int max);
+/* slurmleft.c: a step freezer the restore leaves frozen (a record says Slurm
+ * suspended it): cs_slurm_thaw_leftovers passes it by */
+void cs_slurm_keep_frozen(const char *dir);
 
 /* ----------------------------------------------------------- freeze.c */
 /* The bound of every freeze and thaw confirmation, s (freeze.c says why). */

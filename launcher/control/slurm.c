@@ -403,6 +403,8 @@ static void held_drop(const char *record)
 }
 
 static void sl_rescue(const char *record);
+static int record_anew(struct sl_job *sj);
+static int record_version(const char *f);
 
 /* Slurm wrote the step's freezer since the last look: a freeze is its
  * suspend (the step is Slurm's until it writes again: suspended), a thaw
@@ -417,7 +419,10 @@ static int slurm_touched(struct cs_job *j, double now)
     /* a freeze of Slurm's is its suspend (proctrack/cgroup answers SIGSTOP
      * by freezing the step): the step is Slurm's until Slurm thaws it */
     int was = sj->suspended;
-    if ((sj->suspended = cs_cgf_asked(&sj->fz) == 1)) {
+    sj->suspended = cs_cgf_asked(&sj->fz) == 1;
+    if (was != sj->suspended)
+        record_anew(sj);     /* a rescue of the guardian's (or the next engine's) leaves it frozen */
+    if (sj->suspended) {
         if (!was)
             cs_info(WHO ": step %s: Slurm froze it (a suspend): left to Slurm until it thaws it", j->name);
         return 1;
@@ -462,6 +467,9 @@ int cs_slurm_restore_held(void)
         if (strstr(de->d_name, ".new") == NULL && cs_read_file(path, rec, sizeof rec) > 0) {
             cs_warn(WHO ": a previous engine held '%s' and did not give it back: restoring it", rec);
             cs_rescue_isolated(sl_rescue, rec, 30.0);
+            char *f[3];
+            if (cs_rec_split(rec, f, 3) == 3 && record_version(f[1]) >= 2)
+                cs_slurm_keep_frozen(f[2]);   /* Slurm's suspend: not a leftover */
             n++;
         }
         unlink(path);
@@ -509,14 +517,16 @@ static int sl_job_attach(struct cs_engine *e, struct cs_job *j, pid_t pid)
     return 0;
 }
 
-/* The guardian's record of a step: "slurm v1|v2 FREEZEDIR CPUSETDIR|- CORES
- * [BINDINGS]", BINDINGS as cs_binds_format writes them; -1 (and the record
- * without them) when they do not fit. */
+/* The guardian's record of a step: "slurm v1|v2[:suspended] FREEZEDIR
+ * CPUSETDIR|- CORES [BINDINGS]", BINDINGS as cs_binds_format writes them;
+ * -1 (and the record without them) when they do not fit.  ":suspended":
+ * Slurm holds the step frozen (its suspend), a rescue leaves it so. */
 static int make_record(struct sl_job *sj)
 {
     sj->record[0] = '\0';
     cs_rec_add(sj->record, sizeof sj->record, "slurm");
-    cs_rec_add(sj->record, sizeof sj->record, sj->v2 ? "v2" : "v1");
+    cs_rec_add(sj->record, sizeof sj->record,
+               sj->suspended ? (sj->v2 ? "v2:suspended" : "v1:suspended") : (sj->v2 ? "v2" : "v1"));
     cs_rec_add(sj->record, sizeof sj->record, sj->freeze);
     cs_rec_add(sj->record, sizeof sj->record, sj->cpuset[0] ? sj->cpuset : "-");
     cs_rec_add(sj->record, sizeof sj->record, sj->orig);
@@ -528,8 +538,20 @@ static int make_record(struct sl_job *sj)
     return 0;
 }
 
-/* After the bindings changed: the guardian and the held file get the new
- * record, so that a rescue restores the bindings too. */
+/* The guardian and the held file get the step's record anew (its
+ * bindings or Slurm's suspend changed); make_record's result. */
+static int record_anew(struct sl_job *sj)
+{
+    cs_guard_forget("%s", sj->record);
+    held_drop(sj->record);
+    int r = make_record(sj);
+    cs_guard_record("%s", sj->record);
+    held_add(sj->record);
+    return r;
+}
+
+/* After the bindings changed: the new record, so that a rescue restores
+ * the bindings too. */
 static void update_record(struct sl_job *sj, const char *name)
 {
     char b[sizeof sj->bindrec];
@@ -538,12 +560,8 @@ static void update_record(struct sl_job *sj, const char *name)
     if (!fits)
         b[0] = '\0';
     if (strcmp(b, sj->bindrec) != 0) {
-        cs_guard_forget("%s", sj->record);
-        held_drop(sj->record);
         snprintf(sj->bindrec, sizeof sj->bindrec, "%s", b);
-        fits = make_record(sj) == 0 && fits;
-        cs_guard_record("%s", sj->record);
-        held_add(sj->record);
+        fits = record_anew(sj) == 0 && fits;
     }
     if (!fits && !sj->bind_overflow)
         cs_warn(WHO ": step %s: too many bound threads to keep for the guardian: if the engine dies, "
@@ -866,14 +884,17 @@ static int sl_cpu_time(struct cs_engine *e, struct cs_job *j, uint64_t *ns)
 
 /* Thaw and give the step back its own cores; the step may be gone already
  * (Slurm removes its cgroups when it ends): nothing to say then. */
-static void restore(int v2, const char *freeze, const char *cpuset, const char *orig,
+static void restore(int v2, int thaw, const char *freeze, const char *cpuset, const char *orig,
                     struct cs_binds *binds, const char *cur)
 {
     struct cs_cgfreezer fz = { .v2 = v2, .events = -1, .dir = freeze };
 
     if (access(freeze, F_OK) < 0)
         return;
-    cs_cgf_ask(WHO, &fz, 0);
+    if (thaw)
+        cs_cgf_ask(WHO, &fz, 0);
+    else
+        cs_info(WHO ": %s: Slurm holds it suspended: its cores given back, left frozen for Slurm's resume", freeze);
     if ((cpuset[0] || v2) && move(v2, cpuset, freeze, binds, cur != NULL, cur ? cur : orig, orig) == -2 && !v2) {
         /* a tree larger than we follow: give back what we can, parents first */
         struct cs_cgtree *t = cs_cgtree_open(cpuset, TREE_DEPTH, NULL);
@@ -891,7 +912,7 @@ static void sl_job_release(struct cs_engine *e, struct cs_job *j)
         return;
     cs_cgf_close(&sj->fz);
     cs_fzwatch_del(&sj->watch);
-    restore(sj->v2, sj->freeze, sj->cpuset, sj->orig, sj->binds, sj->cur);
+    restore(sj->v2, !sj->suspended, sj->freeze, sj->cpuset, sj->orig, sj->binds, sj->cur);
     cs_guard_forget("%s", sj->record);
     held_drop(sj->record);
     cs_binds_free(sj->binds);
@@ -903,7 +924,18 @@ static void sl_fini(struct cs_engine *e)
 {
 }
 
-/* "slurm v1|v2 FREEZEDIR CPUSETDIR|- CORES [BINDINGS]" (make_record) */
+/* A record's second field (make_record): 1 v2, | 2 suspended; -1 neither. */
+static int record_version(const char *f)
+{
+    static const char *const v[] = { "v1", "v2", "v1:suspended", "v2:suspended" };
+
+    for (int i = 0; i < 4; i++)
+        if (strcmp(f, v[i]) == 0)
+            return i;
+    return -1;
+}
+
+/* "slurm v1|v2[:suspended] FREEZEDIR CPUSETDIR|- CORES [BINDINGS]" (make_record) */
 static void sl_rescue(const char *record)
 {
     char *copy = strdup(record), *f[6];
@@ -913,25 +945,27 @@ static void sl_rescue(const char *record)
     if (!copy)
         return;
     n = cs_rec_split(copy, f, 6);
-    if ((n != 5 && n != 6) || strcmp(f[0], "slurm") != 0) {
+    int v = n < 2 ? -1 : record_version(f[1]);
+    if ((n != 5 && n != 6) || strcmp(f[0], "slurm") != 0 || v < 0) {
         cs_warn(WHO ": guardian: ignoring malformed record '%s'", record);
     } else {
         if ((b = cs_binds_new()) && n == 6 && cs_binds_parse(b, f[5]) < 0)
             cs_warn(WHO ": guardian: ignoring malformed bindings in record '%s'", record);
-        restore(strcmp(f[1], "v2") == 0, f[2], strcmp(f[3], "-") ? f[3] : "", f[4], b, NULL);
+        restore(v & 1, !(v & 2), f[2], strcmp(f[3], "-") ? f[3] : "", f[4], b, NULL);
     }
     cs_binds_free(b);
     free(copy);
 }
 
-/* Only the thaw of a record (the guardian's first pass). */
+/* Only the thaw of a record (the guardian's first pass): none for a step
+ * Slurm suspended. */
 static void sl_rescue_thaw(const char *record)
 {
     char *copy = strdup(record), *f[6];
-    int n = copy ? cs_rec_split(copy, f, 6) : 0;
+    int n = copy ? cs_rec_split(copy, f, 6) : 0, v = n >= 2 ? record_version(f[1]) : -1;
 
-    if ((n == 5 || n == 6) && strcmp(f[0], "slurm") == 0 && access(f[2], F_OK) == 0) {
-        struct cs_cgfreezer fz = { .v2 = strcmp(f[1], "v2") == 0, .events = -1, .dir = f[2] };
+    if ((n == 5 || n == 6) && strcmp(f[0], "slurm") == 0 && v >= 0 && !(v & 2) && access(f[2], F_OK) == 0) {
+        struct cs_cgfreezer fz = { .v2 = v & 1, .events = -1, .dir = f[2] };
         cs_cgf_ask(WHO, &fz, 0);
     }
     free(copy);

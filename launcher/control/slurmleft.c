@@ -1,16 +1,23 @@
 /*
  * slurmleft.c - Slurm steps a dead engine left frozen, found and thawed when
  * the next node engine starts (cs_slurm_thaw_leftovers, control.h): one of
- * the Slurm backend's safety rules, beside slurm.c.  Slurm 22.05 suspends
- * with SIGSTOP and freezes a step only for the instant of signalling it,
- * and later releases suspend with the freezer of the job, never a step's
- * user/: a step freezer left FROZEN (or a v2 step's user/cgroup.freeze left
- * 1) is a previous engine's.  The freezer's rules are cgrules.c's.
+ * the Slurm backend's safety rules, beside slurm.c.  A step freezer left
+ * FROZEN (or a v2 step's user/cgroup.freeze left 1) is a previous engine's,
+ * or Slurm's suspend: proctrack/cgroup answers the SIGSTOP of `scontrol
+ * suspend` by freezing the step (v1: its freezer; cgroup/v2: its
+ * user/cgroup.freeze, read in 26.05's cgroup_v2.c).  The engine's record of a
+ * step says when Slurm suspended it (slurm.c, make_record): the restore of
+ * those records passes such a freezer here (cs_slurm_keep_frozen) and it is
+ * left frozen for Slurm's resume.  Without a record (the engine, its
+ * guardian and its records all lost) a suspended step is thawed: its
+ * tasks stay stopped by Slurm's SIGTSTP unless they catch it.  The
+ * freezer's rules are cgrules.c's.
  *
  * May use: core/, control/internal.h.
  */
 #include "config.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <glob.h>
 #include <limits.h>
@@ -24,12 +31,41 @@
 #include "core/util.h"
 
 #define WHO "slurm"
+#define KEPT_MAX 256                /* suspended steps' freezers remembered from records */
 
-/* Thaw dir's freezer if it reads frozen; 1 when it was thawed. */
+static char *kept[KEPT_MAX];
+static int nkept;
+
+void cs_slurm_keep_frozen(const char *dir)
+{
+    if (nkept < KEPT_MAX && (kept[nkept] = strdup(dir)) != NULL)
+        nkept++;
+}
+
+/* Whether name is a step the engine can have frozen: step_<s>[+<het>];
+ * the batch, extern and interactive steps are never co-scheduled (a frozen
+ * one is Slurm's suspend). */
+static int numbered_step(const char *name)
+{
+    const char *p = name + 5;
+
+    if (strncmp(name, "step_", 5) != 0 || !isdigit((unsigned char)*p))
+        return 0;
+    p += strspn(p, "0123456789");
+    if (*p == '+' && isdigit((unsigned char)p[1]))
+        p += 1 + strspn(p + 1, "0123456789");
+    return *p == '\0';
+}
+
+/* Thaw dir's freezer if it reads frozen and is not Slurm's suspend; 1 when
+ * it was thawed. */
 static int thaw_left(int v2, const char *dir)
 {
     struct cs_cgfreezer fz = { .v2 = v2, .events = -1, .dir = dir };
 
+    for (int i = 0; i < nkept; i++)
+        if (strcmp(kept[i], dir) == 0)
+            return 0;
     if (cs_cgf_asked(&fz) != 1 || cs_cgf_ask(WHO, &fz, 0) < 0)
         return 0;
     cs_warn(WHO ": %s was left frozen (by an engine that died with its guardian): thawed", dir);
@@ -83,7 +119,7 @@ static int thaw_scope(const char *scope)
         if (snprintf(jd, sizeof jd, "%s/%s", scope, jobs[i]) >= (int)sizeof jd || !(d = opendir(jd)))
             continue;
         while ((de = readdir(d)) != NULL)
-            if (strncmp(de->d_name, "step_", 5) == 0 &&
+            if (numbered_step(de->d_name) &&
                 snprintf(sd, sizeof sd, "%s/%s/user", jd, de->d_name) < (int)sizeof sd)
                 n += thaw_left(1, sd);
         closedir(d);
@@ -118,11 +154,10 @@ static int thaw_scopes(const char *dir, int depth)
 }
 
 /* At the node engine's start (it holds the engine lock, so no other engine
- * runs): Slurm 22.05 suspends with SIGSTOP and freezes a step only for the
- * instant of signalling it, and later releases suspend with the freezer of
- * the job, never a step's user/: a step freezer left FROZEN (or a v2 step's
- * user/cgroup.freeze left 1) is a previous engine's - one killed together
- * with its guardian.  Thaw them, saying so.  The steps are found by their
+ * runs), after the restore of the held records: a step freezer left FROZEN
+ * (or a v2 step's user/cgroup.freeze left 1) that no record says Slurm
+ * suspended is a previous engine's - one killed together with its
+ * guardian.  Thaw them, saying so.  The steps are found by their
  * place, not by one release's names: v2, user/ of every step_<s> of every
  * job directory (job_<j> or a SLUID) of every <node>_slurmstepd.scope in any
  * slice; v1, every step_<s> of every job_<j> of the freezer's slurm_<node>
@@ -139,7 +174,8 @@ int cs_slurm_thaw_leftovers(void)
         snprintf(pat, sizeof pat, "%s/slurm*/uid_*/job_*/step_*", mnt);
         if (glob(pat, GLOB_NOSORT | GLOB_ONLYDIR, NULL, &g) == 0) {
             for (size_t i = 0; i < g.gl_pathc; i++)
-                n += thaw_left(0, g.gl_pathv[i]);
+                if (numbered_step(strrchr(g.gl_pathv[i], '/') + 1))
+                    n += thaw_left(0, g.gl_pathv[i]);
             globfree(&g);
         }
     }
