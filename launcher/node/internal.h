@@ -56,7 +56,8 @@ struct served {                      /* per job (j->served) */
  * then at most once a minute per job, a minute ahead while it is held (so
  * that it is never short between two updates), never beyond its partition's
  * MaxTime; minutes count as given only once scontrol said yes (a failed run
- * is undone and tried again RETRY_AFTER s later).  A job whose limit, once
+ * is undone and tried again RETRY_AFTER s later; slurmtime.c's FAILED
+ * says how often that is logged).  A job whose limit, once
  * updated, is less than ROOM_MIN minutes below that MaxTime (asked once
  * when it first registers here, and at each update) could not get the next
  * update's minutes: its steps here are never frozen from then on
@@ -101,6 +102,7 @@ struct sjob {
     int live;                        /* its steps registered now */
     int probed;                      /* its room below MaxTime asked (or being asked) */
     int noroom;                      /* its limit cannot take another update: never frozen here */
+    int fails;                       /* updates failed in a row (warned at the first, then every 30th) */
 };
 
 #define METRICS_EVERY 5.0            /* s between two writes of the metrics file */

@@ -151,9 +151,14 @@ static void sjob_reap(struct cs_serve *s, struct sjob *sj)
     if (sj->child <= 0 || ((r = waitpid(sj->child, &st, WNOHANG)) != sj->child && !(r < 0 && errno == ECHILD)))
         return;
     sj->child = 0;
+    int ok = r > 0 && WIFEXITED(st) && (WEXITSTATUS(st) == 0 || WEXITSTATUS(st) == 2);
+    if (ok && sj->fails > 0)
+        cs_info("job %lu: Slurm answered again, after %d failed update%s", sj->job, sj->fails,
+                sj->fails > 1 ? "s" : "");
+    sj->fails = ok ? 0 : sj->fails + (r > 0);
     if (r > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 2)
         sj->noroom = 1;
-    else if (r > 0 && !(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
+    else if (r > 0 && !ok) {
         sj->given -= sj->adding;
         s->given_total -= sj->adding;
         sj->said = sj->said_before;
@@ -350,6 +355,13 @@ static int squeue_job(unsigned long job, const char *doc, char *id, size_t idl, 
  * 2 when done and the limit is then less than ROOM_MIN minutes below the
  * partition's MaxTime (the next update could not give what the job may be
  * held by then), 1 when Slurm did not answer: the engine tries again. */
+/* A failure of give_back's: a warning for the first of a row of failed
+ * runs and every FAILS_LOGGED-th after it, the others at debug level (a
+ * slurmctld down for an hour, or no squeue beside scontrol, must not log
+ * every RETRY_AFTER s for every held job). */
+#define FAILS_LOGGED 30
+#define FAILED(...) (sj->fails % FAILS_LOGGED == 0 ? cs_warn(__VA_ARGS__) : cs_debug(__VA_ARGS__))
+
 static void give_back(const struct sjob *sj, long add, int probe)
 {
     char out[16384], tl[64], part[256], max[64], jid[32], id[64], sq[PATH_MAX], why[PATH_MAX + 256], a1[96], a2[128];
@@ -368,7 +380,7 @@ static void give_back(const struct sjob *sj, long add, int probe)
     /* squeue beside scontrol, as trusted */
     snprintf(sq, sizeof sq, "%.*ssqueue", (int)(strrchr(sc, '/') - sc + 1), sc);
     if (cs_path_trusted(sq, why, sizeof why) != 0) {
-        cs_warn("job %lu: squeue %s is not used: %s: frozen time not given back (%.0f s held)", sj->job, sq, why,
+        FAILED("job %lu: squeue %s is not used: %s: frozen time not given back (%.0f s held)", sj->job, sq, why,
                 sj->held);
         _exit(1);
     }
@@ -380,7 +392,7 @@ static void give_back(const struct sjob *sj, long add, int probe)
     for (int tries = 0; tries < 2; tries++) {
         if (run_capture(squeue, sj->conf, out, sizeof out) != 0 ||
             squeue_job(want, out, id, sizeof id, tl, sizeof tl, part, sizeof part) < 0) {
-            cs_warn("job %lu: %s -j %s failed: frozen time not given back now (%.0f s held)", sj->job, sq, jid,
+            FAILED("job %lu: %s -j %s failed: frozen time not given back now (%.0f s held)", sj->job, sq, jid,
                     sj->held);
             _exit(1);
         }
@@ -390,7 +402,7 @@ static void give_back(const struct sjob *sj, long add, int probe)
     }
     char *show[] = { sc, "-o", "show", "job", id, NULL };
     if (!probe && run_capture(show, sj->conf, out, sizeof out) != 0) {
-        cs_warn("job %lu: %s show job %s failed: frozen time not given back now (%.0f s held)", sj->job, sc, id,
+        FAILED("job %lu: %s show job %s failed: frozen time not given back now (%.0f s held)", sj->job, sc, id,
                 sj->held);
         _exit(1);
     }
@@ -402,7 +414,7 @@ static void give_back(const struct sjob *sj, long add, int probe)
                                                                    minutes_of(max)) : -2;
         to = cur + add;
         if (lim == -2) {
-            cs_warn("job %lu: cannot read partition %s's MaxTime: frozen time not given back now", sj->job, part);
+            FAILED("job %lu: cannot read partition %s's MaxTime: frozen time not given back now", sj->job, part);
             _exit(1);
         } else if (lim >= 0 && to > lim) {
             to = lim > cur ? lim : -1;
@@ -436,7 +448,7 @@ static void give_back(const struct sjob *sj, long add, int probe)
     if (n == 3)
         _exit(noroom ? 2 : 0);
     if (run_capture(upd, sj->conf, out, sizeof out) != 0) {
-        cs_warn("job %lu: %s update %s%s%s failed: %s", sj->job, sc, a1, to > cur ? " " : "", to > cur ? a2 : "",
+        FAILED("job %lu: %s update %s%s%s failed: %s", sj->job, sc, a1, to > cur ? " " : "", to > cur ? a2 : "",
                 out);
         _exit(1);
     }
