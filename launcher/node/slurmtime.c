@@ -348,13 +348,6 @@ static int squeue_job(unsigned long job, const char *doc, char *id, size_t idl, 
     return -1;
 }
 
-/* The child that talks to slurmctld for one job: add minutes to its time
- * limit (never beyond its partition's MaxTime) and write the seconds held
- * to its AdminComment; a probe only reads.  Says what it did in the
- * engine's log.  Exit 0 when done (or nothing could be given: no limit),
- * 2 when done and the limit is then less than ROOM_MIN minutes below the
- * partition's MaxTime (the next update could not give what the job may be
- * held by then), 1 when Slurm did not answer: the engine tries again. */
 /* A failure of give_back's: a warning for the first of a row of failed
  * runs and every FAILS_LOGGED-th after it, the others at debug level (a
  * slurmctld down for an hour, or no squeue beside scontrol, must not log
@@ -362,6 +355,13 @@ static int squeue_job(unsigned long job, const char *doc, char *id, size_t idl, 
 #define FAILS_LOGGED 30
 #define FAILED(...) (sj->fails % FAILS_LOGGED == 0 ? cs_warn(__VA_ARGS__) : cs_debug(__VA_ARGS__))
 
+/* The child that talks to slurmctld for one job: add minutes to its time
+ * limit (never beyond its partition's MaxTime) and write the seconds held
+ * to its AdminComment; a probe only reads.  Says what it did in the
+ * engine's log.  Exit 0 when done (or nothing could be given: no limit),
+ * 2 when done and the limit is then less than ROOM_MIN minutes below the
+ * partition's MaxTime (the next update could not give what the job may be
+ * held by then), 1 when Slurm did not answer: the engine tries again. */
 static void give_back(const struct sjob *sj, long add, int probe)
 {
     char out[16384], tl[64], part[256], max[64], jid[32], id[64], sq[PATH_MAX], why[PATH_MAX + 256], a1[96], a2[128];
@@ -381,7 +381,7 @@ static void give_back(const struct sjob *sj, long add, int probe)
     snprintf(sq, sizeof sq, "%.*ssqueue", (int)(strrchr(sc, '/') - sc + 1), sc);
     if (cs_path_trusted(sq, why, sizeof why) != 0) {
         FAILED("job %lu: squeue %s is not used: %s: frozen time not given back (%.0f s held)", sj->job, sq, why,
-                sj->held);
+               sj->held);
         _exit(1);
     }
     char *squeue[] = { sq, "-h", "-r", "-j", jid, "-o", "%A|%i|%l|%P", NULL };
@@ -393,7 +393,7 @@ static void give_back(const struct sjob *sj, long add, int probe)
         if (run_capture(squeue, sj->conf, out, sizeof out) != 0 ||
             squeue_job(want, out, id, sizeof id, tl, sizeof tl, part, sizeof part) < 0) {
             FAILED("job %lu: %s -j %s failed: frozen time not given back now (%.0f s held)", sj->job, sq, jid,
-                    sj->held);
+                   sj->held);
             _exit(1);
         }
         if (strchr(id, '_') || (want = strtoul(id, NULL, 10)) == strtoul(jid, NULL, 10))
@@ -403,7 +403,7 @@ static void give_back(const struct sjob *sj, long add, int probe)
     char *show[] = { sc, "-o", "show", "job", id, NULL };
     if (!probe && run_capture(show, sj->conf, out, sizeof out) != 0) {
         FAILED("job %lu: %s show job %s failed: frozen time not given back now (%.0f s held)", sj->job, sc, id,
-                sj->held);
+               sj->held);
         _exit(1);
     }
     int mine = !probe && !site_comment(out), noroom = 0;
@@ -449,7 +449,7 @@ static void give_back(const struct sjob *sj, long add, int probe)
         _exit(noroom ? 2 : 0);
     if (run_capture(upd, sj->conf, out, sizeof out) != 0) {
         FAILED("job %lu: %s update %s%s%s failed: %s", sj->job, sc, a1, to > cur ? " " : "", to > cur ? a2 : "",
-                out);
+               out);
         _exit(1);
     }
     if (to > cur)
