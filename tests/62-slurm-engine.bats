@@ -426,6 +426,32 @@ assert a["job_given_s"] >= 60 and b["job_given_s"] == 0, (a, b)
     slurm_wait_idle 30
 }
 
+@test "scontrol suspend of a step running alone: the engine stopped (SIGTERM) and the next one leave it frozen until Slurm resumes it" {
+    [ "$(nproc)" -ge 2 ] || skip "needs 2 cpus"
+    # no switch ever writes a step alone: Slurm's freeze is seen once a step,
+    # and a stopping engine keeps its record (before, the stop thawed it)
+    slurm_plugstack start=none
+    slurm_engine_start --policy gang --quantum 200ms
+    sbatch -o a.out -e a.err --time=5 -n1 -c2 --cosched=gang \
+        --wrap "srun -n1 -c2 '$PROGS/spin' -t 2 -c 600 -w 600" > a.sub
+    A=$(grep -o '[0-9]*$' a.sub)
+    wait_for 30 '"$COSCHED" status --socket "$CS_SOCKET" 2>/dev/null | grep -q "^$A\.0 "'
+    scontrol suspend "$A"
+    wait_for 30 'grep -q "step $A\.0: Slurm froze it" "$CS_SOCKET.log"'
+    slurm_engine_stop
+    slurm_engine_start --policy gang --quantum 200ms
+    local i s
+    for i in $(seq 1 5); do
+        s=$(fstate "$A" 0)
+        [ "$s" = FROZEN ] || { echo "sample $i after the engine's stop and start: step $A.0 $s" >&2; false; }
+        sleep 0.2
+    done
+    scontrol resume "$A"
+    wait_for 30 '[ "$(fstate "$A" 0)" = THAWED ]'
+    scancel "$A"
+    slurm_wait_idle 30
+}
+
 @test "a job whose steps run alone is never held: its time limit stays, step after step" {
     [ "$(nproc)" -ge 2 ] || skip "needs 2 cpus"
     # each step waits frozen for its first plan: not held time, and no
@@ -446,6 +472,7 @@ assert a["job_given_s"] >= 60 and b["job_given_s"] == 0, (a, b)
     # no update can give such a job its frozen time back: time-sliced, it
     # could be killed at its limit for time cosched kept it frozen (before,
     # gang froze each of two such jobs half the time and both reached it)
+    scontrol delete PartitionName=short 2>/dev/null || true     # a failed run's
     scontrol create PartitionName=short Nodes="$SLURM_NODE" MaxTime=1 State=UP OverSubscribe=FORCE:4
     local x
     for x in a b; do
@@ -454,8 +481,8 @@ assert a["job_given_s"] >= 60 and b["job_given_s"] == 0, (a, b)
     done
     A=$(grep -o '[0-9]*$' a.sub) B=$(grep -o '[0-9]*$' b.sub)
     wait_for 60 'grep -q "step $A\.0: never frozen" "$CS_SOCKET.log" && grep -q "step $B\.0: never frozen" "$CS_SOCKET.log"'
-    "$COSCHED" status --socket "$CS_SOCKET" | tee st.txt
-    grep -q "time limit at its partition's MaxTime, never frozen" st.txt
+    wait_for 30 '"$COSCHED" status --socket "$CS_SOCKET" | tee st.txt | grep -q "time limit at its partition.s MaxTime, never frozen"' ||
+        { cat st.txt >&2; false; }
     # sampled while both run, from the switch after those lines: neither
     # step's freezer is frozen
     wait_for 10 '[[ "$(fstate "$A" 0) $(fstate "$B" 0)" != *FROZEN* ]]'

@@ -77,7 +77,8 @@ extern const struct cs_control_ops cs_control_signals;
 /* Slurm steps (slurm.c): Slurm's own step cgroups, v1 or v2 layout. */
 extern const struct cs_control_ops cs_control_slurm;
 /* Thaw Slurm step freezers a dead engine left frozen; how many (slurmleft.c). */
-int cs_slurm_thaw_leftovers(void);
+int cs_slurm_thaw_leftovers(const char *held);
+void cs_slurm_stopped(const char *held);
 int cs_slurm_keep_state(const char *dir);
 int cs_slurm_restore_held(void);
 void cs_slurm_set_kill_grace(double seconds);

@@ -420,8 +420,8 @@ static int slurm_touched(struct cs_job *j, double now)
      * by freezing the step): the step is Slurm's until Slurm thaws it */
     int was = sj->suspended;
     sj->suspended = cs_cgf_asked(&sj->fz) == 1;
-    if (was != sj->suspended)
-        record_anew(sj);     /* a rescue of the guardian's (or the next engine's) leaves it frozen */
+    if (was != sj->suspended && record_anew(sj) < 0)   /* a rescue then leaves it frozen */
+        cs_warn(WHO ": %s: its threads' own CPU bindings no longer fit its record", sj->what);
     if (sj->suspended) {
         if (!was)
             cs_info(WHO ": step %s: Slurm froze it (a suspend): left to Slurm until it thaws it", j->name);
@@ -858,6 +858,9 @@ static int sl_cpu_time(struct cs_engine *e, struct cs_job *j, uint64_t *ns)
     struct sl_job *sj = j->ctl;
     uint64_t total = 0;
 
+    /* once a step: a suspend of Slurm's is seen (and recorded) also for a
+     * step no switch writes, one never frozen or running alone */
+    slurm_touched(j, cs_now());
     if (sj->v2) {
         if (cs_cg_cpu_ns(NULL, 1, sj->freeze, &total) < 0)
             return -1;
@@ -910,11 +913,13 @@ static void sl_job_release(struct cs_engine *e, struct cs_job *j)
 
     if (!sj)
         return;
+    slurm_touched(j, cs_now());
     cs_cgf_close(&sj->fz);
     cs_fzwatch_del(&sj->watch);
     restore(sj->v2, !sj->suspended, sj->freeze, sj->cpuset, sj->orig, sj->binds, sj->cur);
     cs_guard_forget("%s", sj->record);
-    held_drop(sj->record);
+    if (!sj->suspended)
+        held_drop(sj->record);       /* kept: the next engine's restore and leftovers leave it frozen too */
     cs_binds_free(sj->binds);
     free(sj);
     j->ctl = NULL;

@@ -19,18 +19,21 @@
 
 #include <ctype.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <glob.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "control/internal.h"
 #include "core/log.h"
 #include "core/util.h"
 
 #define WHO "slurm"
+#define STOPPED ".stopped"           /* in the held records' directory: the engine before stopped */
 #define KEPT_MAX 256                /* suspended steps' freezers remembered from records */
 
 static char *kept[KEPT_MAX];
@@ -40,6 +43,8 @@ void cs_slurm_keep_frozen(const char *dir)
 {
     if (nkept < KEPT_MAX && (kept[nkept] = strdup(dir)) != NULL)
         nkept++;
+    else if (nkept == KEPT_MAX)
+        cs_warn(WHO ": more than %d steps Slurm holds suspended: %s may be thawed", KEPT_MAX, dir);
 }
 
 /* Whether name is a step the engine can have frozen: step_<s>[+<het>];
@@ -153,20 +158,38 @@ static int thaw_scopes(const char *dir, int depth)
     return n;
 }
 
+/* The engine stops, every step given back: the next one need not look for
+ * leftovers (held: its records' directory). */
+void cs_slurm_stopped(const char *held)
+{
+    char p[PATH_MAX];
+    int fd;
+
+    if (snprintf(p, sizeof p, "%s/%s", held, STOPPED) < (int)sizeof p &&
+        (fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600)) >= 0)
+        close(fd);
+}
+
 /* At the node engine's start (it holds the engine lock, so no other engine
- * runs), after the restore of the held records: a step freezer left FROZEN
- * (or a v2 step's user/cgroup.freeze left 1) that no record says Slurm
- * suspended is a previous engine's - one killed together with its
- * guardian.  Thaw them, saying so.  The steps are found by their
+ * runs), after the restore of the held records: unless the engine before
+ * stopped and said so (cs_slurm_stopped: an engine started on demand stops
+ * when idle, and a step of a job not co-scheduled that Slurm holds
+ * suspended has no record to tell it from a leftover), a step freezer left
+ * FROZEN (or a v2 step's user/cgroup.freeze left 1) that no record says
+ * Slurm suspended is a previous engine's - one killed together with its
+ * guardian, its records lost.  Thaw them, saying so.  The steps are found by their
  * place, not by one release's names: v2, user/ of every step_<s> of every
  * job directory (job_<j> or a SLUID) of every <node>_slurmstepd.scope in any
  * slice; v1, every step_<s> of every job_<j> of the freezer's slurm_<node>
  * (v1 kept those names).  Returns how many. */
-int cs_slurm_thaw_leftovers(void)
+int cs_slurm_thaw_leftovers(const char *held)
 {
     char mnt[PATH_MAX], own[PATH_MAX], why[PATH_MAX + 256], pat[PATH_MAX + 80];
     int n = 0;
     glob_t g;
+
+    if (snprintf(pat, sizeof pat, "%s/%s", held, STOPPED) < (int)sizeof pat && unlink(pat) == 0)
+        return 0;
 
     if (cs_cgroup_locate(NULL, mnt, sizeof mnt, own, sizeof own, why, sizeof why) == 0)
         n += thaw_scopes(mnt, 0);

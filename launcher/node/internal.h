@@ -58,8 +58,8 @@ struct served {                      /* per job (j->served) */
  * MaxTime; minutes count as given only once scontrol said yes (a failed run
  * is undone and tried again RETRY_AFTER s later; slurmtime.c's FAILED
  * says how often that is logged).  A job whose limit, once
- * updated, is less than ROOM_MIN minutes below that MaxTime (asked once
- * when it first registers here, and at each update) could not get the next
+ * updated, is less than ROOM_MIN minutes below that MaxTime (asked when it
+ * first registers here, and at each update that adds minutes) could not get the next
  * update's minutes: its steps here are never frozen from then on
  * (j->nofreeze, as a step spanning nodes).  A comment-only update does not
  * delay the next extension (last_extend).  A step not yet run by a
@@ -100,7 +100,8 @@ struct sjob {
     double adding, said_before, frozen_said_before; /* what the run under way counts: undone if it fails */
     double seen;                     /* when a step of it was last registered here */
     int live;                        /* its steps registered now */
-    int probed;                      /* its room below MaxTime asked (or being asked) */
+    int probed, probing;             /* its room below MaxTime answered; the child under way asks it */
+    double probe_after;              /* a failed probe is tried again then */
     int noroom;                      /* its limit cannot take another update: never frozen here */
     int fails;                       /* updates failed in a row (warned at the first, then every 30th) */
 };

@@ -185,6 +185,7 @@ int cs_node_serve(const struct cs_node_opts *o)
     const char *policy = o->policy, *logfile = o->logfile, *trace = o->trace, *counters = o->counters;
     char *const *ppath = o->ppath;
     int nppath = o->nppath, detach = o->detach, status = 2, lockfd = -1, logfd = -1, ready[2] = { -1, -1 };
+    char *held = NULL;                /* the held records' directory */
     struct cs_profile *profile = NULL;
     char why[PATH_MAX + 256];
 
@@ -254,15 +255,11 @@ int cs_node_serve(const struct cs_node_opts *o)
         }
         free(lock);
     }
-    {
-        char *held = cs_strdup_printf("%s.held", s.socket);
-        int r = cs_slurm_keep_state(held);
-        free(held);
-        if (r < 0)
-            goto out;
-    }
+    held = cs_strdup_printf("%s.held", s.socket);
+    if (cs_slurm_keep_state(held) < 0)
+        goto out;
     s.restored = cs_slurm_restore_held();
-    s.restored += cs_slurm_thaw_leftovers();
+    s.restored += cs_slurm_thaw_leftovers(held);
     if (o->metrics) {
         char dir[PATH_MAX];
         struct stat mst;
@@ -358,6 +355,7 @@ int cs_node_serve(const struct cs_node_opts *o)
     status = cs_engine_run(&e);
     node_last_words(&e);
     node_metrics_write(&e, 0);
+    cs_slurm_stopped(held);
     cs_info("node engine pid %d stopped; every step was given back to Slurm", (int)getpid());
 out:
     if (s.lfd >= 0) {
@@ -375,6 +373,7 @@ out_parent:
         cs_profile_free(profile);
     cs_strv_free(s.search, s.nsearch);
     free(s.sj);
+    free(held);
     if (lockfd >= 0)
         close(lockfd);
     if (logfd >= 0) {

@@ -112,6 +112,7 @@ static int sjob_fork(struct sjob *sj, long add, int probe)
         return -1;
     }
     sj->child = pid;
+    sj->probing = probe;
     sj->adding = 0;
     sj->said_before = sj->said;
     sj->frozen_said_before = sj->frozen_said;
@@ -127,7 +128,10 @@ static void sjob_give(struct cs_serve *s, struct sjob *sj, double pending)
     if (sjob_fork(sj, add, 0) < 0)
         return;
     double now = cs_now();
-    if (sj->last_update > 0 && now - sj->last_update < GIVE_EVERY)
+    /* within the minute of the update before and not an extension due on
+     * its own minute: a last word (sjob_due) */
+    if (sj->last_update > 0 && now - sj->last_update < GIVE_EVERY &&
+        !(add > 0 && (sj->last_extend == 0 || now - sj->last_extend >= GIVE_EVERY)))
         sj->last_extra = now;
     sj->adding = (double)add * 60.0;
     sj->given += sj->adding;
@@ -156,9 +160,14 @@ static void sjob_reap(struct cs_serve *s, struct sjob *sj)
         cs_info("job %lu: Slurm answered again, after %d failed update%s", sj->job, sj->fails,
                 sj->fails > 1 ? "s" : "");
     sj->fails = ok ? 0 : sj->fails + (r > 0);
+    int probe = sj->probing;         /* a probe says nothing to Slurm: nothing to undo */
+    sj->probing = 0;
+    sj->probed = sj->probed || (ok && (probe || sj->adding > 0));   /* both read the MaxTime */
+    if (probe && !ok)
+        sj->probe_after = cs_now() + RETRY_AFTER;
     if (r > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 2)
         sj->noroom = 1;
-    else if (r > 0 && !ok) {
+    else if (r > 0 && !ok && !probe) {
         sj->given -= sj->adding;
         s->given_total -= sj->adding;
         sj->said = sj->said_before;
@@ -367,6 +376,8 @@ static void give_back(const struct sjob *sj, long add, int probe)
     char out[16384], tl[64], part[256], max[64], jid[32], id[64], sq[PATH_MAX], why[PATH_MAX + 256], a1[96], a2[128];
     char *sc = (char *)sj->scontrol;
     long cur, lim, to = -1;
+    const char *lost = probe ? "its room below its partition's MaxTime is asked again later"
+                             : "frozen time not given back now";
 
     sigset_t all;
     sigemptyset(&all);
@@ -380,8 +391,7 @@ static void give_back(const struct sjob *sj, long add, int probe)
     /* squeue beside scontrol, as trusted */
     snprintf(sq, sizeof sq, "%.*ssqueue", (int)(strrchr(sc, '/') - sc + 1), sc);
     if (cs_path_trusted(sq, why, sizeof why) != 0) {
-        FAILED("job %lu: squeue %s is not used: %s: frozen time not given back (%.0f s held)", sj->job, sq, why,
-               sj->held);
+        FAILED("job %lu: squeue %s is not used: %s: %s (%.0f s held)", sj->job, sq, why, lost, sj->held);
         _exit(1);
     }
     char *squeue[] = { sq, "-h", "-r", "-j", jid, "-o", "%A|%i|%l|%P", NULL };
@@ -392,8 +402,7 @@ static void give_back(const struct sjob *sj, long add, int probe)
     for (int tries = 0; tries < 2; tries++) {
         if (run_capture(squeue, sj->conf, out, sizeof out) != 0 ||
             squeue_job(want, out, id, sizeof id, tl, sizeof tl, part, sizeof part) < 0) {
-            FAILED("job %lu: %s -j %s failed: frozen time not given back now (%.0f s held)", sj->job, sq, jid,
-                   sj->held);
+            FAILED("job %lu: %s -j %s failed: %s (%.0f s held)", sj->job, sq, jid, lost, sj->held);
             _exit(1);
         }
         if (strchr(id, '_') || (want = strtoul(id, NULL, 10)) == strtoul(jid, NULL, 10))
@@ -414,7 +423,7 @@ static void give_back(const struct sjob *sj, long add, int probe)
                                                                    minutes_of(max)) : -2;
         to = cur + add;
         if (lim == -2) {
-            FAILED("job %lu: cannot read partition %s's MaxTime: frozen time not given back now", sj->job, part);
+            FAILED("job %lu: cannot read partition %s's MaxTime: %s", sj->job, part, lost);
             _exit(1);
         } else if (lim >= 0 && to > lim) {
             to = lim > cur ? lim : -1;
@@ -487,10 +496,12 @@ void node_account(struct cs_engine *e)
             cs_info("step %s: never frozen from now on (its job's time limit is at its partition's MaxTime)",
                     j->name);
         }
-        /* its room below MaxTime, asked once, before it is held if the
-         * answer comes first (a step spanning nodes is never held) */
-        if (!sj->probed && !j->nofreeze && sj->extend && sj->scontrol[0] && sj->child == 0)
-            sj->probed = sjob_fork(sj, 0, 1) == 0;
+        /* its room below MaxTime, asked once it registers here (again
+         * RETRY_AFTER s after a failure), before it is held if the answer
+         * comes first (a step spanning nodes is never held) */
+        if (!sj->probed && !j->nofreeze && sj->extend && sj->scontrol[0] && sj->child == 0 &&
+            now >= sj->probe_after && sjob_fork(sj, 0, 1) < 0)
+            sj->probe_after = now + RETRY_AFTER;
         if (j->frozen) {
             sv->frozen_s += dt;
             sj->frozen += dt;

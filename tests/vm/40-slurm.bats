@@ -391,6 +391,7 @@ cpu_count() {
     # another release with tests/vm/check's SLURM_SBIN
     local n x
     n=$(nproc)
+    scontrol delete PartitionName=short 2>/dev/null || true     # a failed run's
     scontrol create PartitionName=short Nodes="$SLURM_NODE" MaxTime=1 State=UP OverSubscribe=FORCE:4
     for x in a b; do
         sbatch --parsable -o $x.out -e $x.err --time=1 -n1 -c"$n" --cosched=gang $([ $x = b ] && echo -p short) \
