@@ -886,16 +886,18 @@ static int sl_cpu_time(struct cs_engine *e, struct cs_job *j, uint64_t *ns)
 }
 
 /* Thaw and give the step back its own cores; the step may be gone already
- * (Slurm removes its cgroups when it ends): nothing to say then. */
-static void restore(int v2, int thaw, const char *freeze, const char *cpuset, const char *orig,
-                    struct cs_binds *binds, const char *cur)
+ * (Slurm removes its cgroups when it ends): nothing to say then.  -1 when
+ * the thaw failed. */
+static int restore(int v2, int thaw, const char *freeze, const char *cpuset, const char *orig,
+                   struct cs_binds *binds, const char *cur)
 {
     struct cs_cgfreezer fz = { .v2 = v2, .events = -1, .dir = freeze };
+    int r = 0;
 
     if (access(freeze, F_OK) < 0)
-        return;
+        return 0;
     if (thaw)
-        cs_cgf_ask(WHO, &fz, 0);
+        r = cs_cgf_ask(WHO, &fz, 0) < 0 ? -1 : 0;
     else
         cs_info(WHO ": %s: Slurm holds it suspended: its cores given back, left frozen for Slurm's resume", freeze);
     if ((cpuset[0] || v2) && move(v2, cpuset, freeze, binds, cur != NULL, cur ? cur : orig, orig) == -2 && !v2) {
@@ -905,6 +907,7 @@ static void restore(int v2, int thaw, const char *freeze, const char *cpuset, co
             cs_cgtree_write(WHO, t, i, "cpuset.cpus", orig);
         cs_cgtree_close(t);
     }
+    return r;
 }
 
 static void sl_job_release(struct cs_engine *e, struct cs_job *j)
@@ -916,10 +919,12 @@ static void sl_job_release(struct cs_engine *e, struct cs_job *j)
     slurm_touched(j, cs_now());
     cs_cgf_close(&sj->fz);
     cs_fzwatch_del(&sj->watch);
-    restore(sj->v2, !sj->suspended, sj->freeze, sj->cpuset, sj->orig, sj->binds, sj->cur);
+    /* its record is kept for a step Slurm suspends (the next engine leaves
+     * it frozen too) and for one the thaw failed (the next engine thaws it) */
+    if (restore(sj->v2, !sj->suspended, sj->freeze, sj->cpuset, sj->orig, sj->binds, sj->cur) == 0 &&
+        !sj->suspended)
+        held_drop(sj->record);
     cs_guard_forget("%s", sj->record);
-    if (!sj->suspended)
-        held_drop(sj->record);       /* kept: the next engine's restore and leftovers leave it frozen too */
     cs_binds_free(sj->binds);
     free(sj);
     j->ctl = NULL;
