@@ -40,12 +40,17 @@ this_cpu_profile() {
 # step lines of a trace; prints what it compared, fails with the step.
 #   steps                     print the number of steps
 #   nometrics                 no job entry has "metrics" or "counts_flags"
-#   cpu TOL MIN [frozen]      test-software: in every step where a job used
+#   cpu TOL MIN [frozen] [total]
+#                             test-software: in every step where a job used
 #                             >= MIN s of CPU (whatever its state), its
 #                             task-clock (metric "instructions", ns) is within
 #                             TOL (relative) of cpu_s; where it was frozen,
 #                             <= 0.03 s; every job has such a step (and, with
-#                             "frozen", a frozen one)
+#                             "frozen", a frozen one).  With "total", each
+#                             job's sums over those steps are compared instead:
+#                             an instance that ends is read a last time when
+#                             it is reaped (perf.c, instance_ended), maybe in
+#                             the next step (seen once: 0.127 vs 0.113 s)
 #   hw                        a hardware profile: where a job ran (cpu_s >= 0.05)
 #                             instructions, cycles and ipc are > 0; frozen: at
 #                             most 2 % of the instructions of its running steps
@@ -76,8 +81,8 @@ if what == "nometrics":
                 fail("step %d: job %s has counts: %s" % (s["seq"], j["name"], j))
     print("%d steps, no counts" % len(S)); sys.exit(0)
 if what == "cpu":
-    tol, mincpu, need_frozen = float(args[0]), float(args[1]), "frozen" in args[2:]
-    ran, froze, names = {}, {}, set()
+    tol, mincpu, need_frozen, total = float(args[0]), float(args[1]), "frozen" in args[2:], "total" in args[2:]
+    ran, froze, names, sums = {}, {}, set(), {}
     for s in S:
         for j in s["jobs"]:
             names.add(j["name"])
@@ -92,10 +97,16 @@ if what == "cpu":
                     fail("step %d: job %s was frozen but counted %.4f s of task-clock" % (s["seq"], j["name"], tc))
                 froze[j["name"]] = froze.get(j["name"], 0) + 1
             else:
-                if abs(tc - j["cpu_s"]) > tol * j["cpu_s"]:
+                if not total and abs(tc - j["cpu_s"]) > tol * j["cpu_s"]:
                     fail("step %d: job %s: task-clock %.4f s, engine's cpu_s %.4f s: more than %g%% apart"
                          % (s["seq"], j["name"], tc, j["cpu_s"], 100 * tol))
+                a, b = sums.get(j["name"], (0, 0))
+                sums[j["name"]] = (a + tc, b + j["cpu_s"])
                 ran[j["name"]] = ran.get(j["name"], 0) + 1
+    for n, (tc, cpu) in sorted(sums.items()):
+        if total and abs(tc - cpu) > tol * cpu:
+            fail("job %s: task-clock %.4f s, engine's cpu_s %.4f s over its steps: more than %g%% apart"
+                 % (n, tc, cpu, 100 * tol))
     for n in sorted(names):
         if not ran.get(n):
             fail("job %s has no step with cpu_s >= %g to compare (states: %s)"
@@ -235,7 +246,7 @@ LUA
     echo "$output"
     [ "$status" -eq 0 ]
     [ "$(grep -c '"event":"start"' t.jsonl)" -ge 4 ]
-    counters_check t.jsonl cpu 0.10 0.05
+    counters_check t.jsonl cpu 0.10 0.05 total
 }
 
 @test "perf with a hardware profile and no PMU: refused, saying what is missing" {
