@@ -44,6 +44,17 @@ fstates() {
     echo "${out[*]}"
 }
 
+# stays_frozen J S N WHEN: step J.S's freezer reads FROZEN at each of N
+# samples 0.2 s apart (WHEN says which moment, on failure)
+stays_frozen() {
+    local i s
+    for i in $(seq 1 "$3"); do
+        s=$(fstate "$1" "$2")
+        [ "$s" = FROZEN ] || { echo "$4, sample $i: step $1.$2 $s" >&2; return 1; }
+        sleep 0.2
+    done
+}
+
 cpuset_of() {
     cat "$CGROUP_ROOT/cpuset/slurm_$SLURM_NODE/uid_0/job_$1/step_$2/cpuset.cpus" 2>/dev/null || echo GONE
 }
@@ -401,24 +412,16 @@ assert a["job_given_s"] >= 60 and b["job_given_s"] == 0, (a, b)
     # Slurm's freeze comes after its SIGTSTP: seen by the engine
     wait_for 30 'grep -q "step $A\.0: Slurm" "$CS_SOCKET.log"'
     # four times --kill-grace, sampled: never thawed while suspended
-    local i s
-    for i in $(seq 1 20); do
-        s=$(fstate "$A" 0)
-        [ "$s" = FROZEN ] || { echo "sample $i: step $A.0 $s while Slurm holds it suspended" >&2; false; }
-        sleep 0.2
-    done
+    stays_frozen "$A" 0 20 "while Slurm holds it suspended"
     grep -q "Slurm froze it (a suspend)" "$CS_SOCKET.log"
     # the engine killed: its guardian gives B back and leaves A to Slurm, and
     # so does the next engine, from the records the dead one left (before,
     # both thawed A while Slurm held it suspended)
     kill -9 "$(slurm_engine_pid)"
     wait_for 10 '[ "$(fstate "$B" 0)" = THAWED ]'
-    for i in $(seq 1 10); do
-        s=$(fstate "$A" 0)
-        [ "$s" = FROZEN ] || { echo "after the engine's death, sample $i: step $A.0 $s" >&2; false; }
-        [ "$i" != 5 ] || slurm_engine_start --policy gang --quantum 200ms --kill-grace 1s
-        sleep 0.2
-    done
+    stays_frozen "$A" 0 5 "after the engine's death"
+    slurm_engine_start --policy gang --quantum 200ms --kill-grace 1s
+    stays_frozen "$A" 0 5 "after the next engine's start"
     grep -q "job_$A/step_0: Slurm holds it suspended" "$CS_SOCKET.log"
     scontrol resume "$A"
     wait_for 30 '[ "$(fstate "$A" 0)" = THAWED ]'
@@ -440,12 +443,7 @@ assert a["job_given_s"] >= 60 and b["job_given_s"] == 0, (a, b)
     wait_for 30 'grep -q "step $A\.0: Slurm froze it" "$CS_SOCKET.log"'
     slurm_engine_stop
     slurm_engine_start --policy gang --quantum 200ms
-    local i s
-    for i in $(seq 1 5); do
-        s=$(fstate "$A" 0)
-        [ "$s" = FROZEN ] || { echo "sample $i after the engine's stop and start: step $A.0 $s" >&2; false; }
-        sleep 0.2
-    done
+    stays_frozen "$A" 0 5 "after the engine's stop and start"
     scontrol resume "$A"
     wait_for 30 '[ "$(fstate "$A" 0)" = THAWED ]'
     scancel "$A"
