@@ -44,6 +44,7 @@ struct served {                      /* per job (j->served) */
     struct task *t;
     int nt;
     double frozen_s;                 /* s this step was held frozen by the engine */
+    int unasked;                     /* never frozen until its job's probe answers or fails (slurmtime.c) */
 };
 
 /*
@@ -59,9 +60,11 @@ struct served {                      /* per job (j->served) */
  * is undone and tried again RETRY_AFTER s later; slurmtime.c's FAILED
  * says how often that is logged).  A job whose limit, once
  * updated, is less than ROOM_MIN minutes below that MaxTime (asked when it
- * first registers here, and at each update that adds minutes) could not get the next
- * update's minutes: its steps here are never frozen from then on
- * (j->nofreeze, as a step spanning nodes).  A comment-only update does not
+ * first registers here - "the probe" - and at each update that adds
+ * minutes) could not get the next update's minutes: its steps here are
+ * never frozen from then on (j->nofreeze, as a step spanning nodes).  Until
+ * the probe answers or fails once, its steps are not frozen either
+ * (sv->unasked): a job with no room must not lose the probe's latency.  A comment-only update does not
  * delay the next extension (last_extend).  A step not yet run by a
  * plan is not held.  A job's record outlives its last step here by
  * FORGET_AFTER s, so that its next step does not get the minute ahead again.
@@ -172,6 +175,7 @@ void node_metrics_write(struct cs_engine *e, int up);
 /* slurmtime.c */
 struct sjob *node_sjob_of(struct cs_serve *s, unsigned long job, int create);
 void node_sjob_note(struct cs_serve *s, unsigned long job, const struct cs_msg *m);
+int node_sjob_unasked(const struct sjob *sj);
 int node_hold_over(struct cs_engine *e, struct conn *c);
 void node_account(struct cs_engine *e);
 void node_last_words(struct cs_engine *e);

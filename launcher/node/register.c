@@ -193,8 +193,10 @@ static int do_register(struct cs_engine *e, const struct cs_msg *m, pid_t peer, 
     j->name = cs_strdup_printf("%ld.%ld", job, step);
     j->origin = cs_strdup_printf("Slurm step %ld.%ld (uid %ld)", job, step, uid);
     j->allowed = cpus;
+    node_sjob_note(s, (unsigned long)job, m);   /* its Slurm job: time given back */
     struct sjob *sj = node_sjob_of(s, (unsigned long)job, 0);
-    j->nofreeze = sv->nnodes > 1 || (sj && sj->noroom);
+    sv->unasked = sv->nnodes == 1 && sj && node_sjob_unasked(sj);
+    j->nofreeze = sv->nnodes > 1 || (sj && sj->noroom) || sv->unasked;
     j->served = sv;
     j->has_owner = 1;
     j->owner = uid;
@@ -220,9 +222,9 @@ static int do_register(struct cs_engine *e, const struct cs_msg *m, pid_t peer, 
         goto bad;
     }
     cs_info("step %s (uid %ld, %s) joined: cores %s%s", j->name, uid, sv->prog, cs_msg_get(m, "cores"),
-            !j->nofreeze ? "" : sv->nnodes > 1 ? ", spans nodes: never frozen"
-                                                : ", its job's time limit is at its partition's MaxTime: never frozen");
-    node_sjob_note(s, (unsigned long)job, m);   /* its Slurm job: time given back */
+            sv->nnodes > 1 ? ", spans nodes: never frozen"
+            : sj && sj->noroom ? ", its job's time limit is at its partition's MaxTime: never frozen"
+            : sv->unasked ? ", not frozen until Slurm says how far its job's time limit may grow" : "");
     register_ok(e, j, want_page, rep, len, page_fd);
     s->accepted++;
     return 1;

@@ -66,6 +66,15 @@ void node_sjob_note(struct cs_serve *s, unsigned long job, const struct cs_msg *
         snprintf(sj->conf, sizeof sj->conf, "%s", cf);
 }
 
+/* Whether the job's room below its partition's MaxTime is still to be
+ * asked (the probe): it would be asked, and has neither answered nor
+ * failed yet.  After a failure its steps may be frozen (the probe is tried
+ * again): a slurmctld that does not answer must not turn co-scheduling off. */
+int node_sjob_unasked(const struct sjob *sj)
+{
+    return sj->extend && sj->scontrol[0] && !sj->probed && sj->probe_after == 0;
+}
+
 /* Whether the job has something not yet said to Slurm: time to give back,
  * or a second or more held or frozen since its last AdminComment. */
 static int sjob_unsaid(const struct sjob *sj)
@@ -491,15 +500,19 @@ void node_account(struct cs_engine *e)
             continue;
         sj->live++;
         sj->seen = now;
+        if (sv->unasked && !node_sjob_unasked(sj)) {
+            sv->unasked = 0;          /* answered, failed, or not to be asked: */
+            j->nofreeze = 0;          /* the next plan may freeze it (unasked: one node), unless */
+        }
         if (sj->noroom && !j->nofreeze) {
             j->nofreeze = 1;          /* the next switch thaws it where it is */
             cs_info("step %s: never frozen from now on (its job's time limit is at its partition's MaxTime)",
                     j->name);
         }
         /* its room below MaxTime, asked once it registers here (again
-         * RETRY_AFTER s after a failure), before it is held if the answer
-         * comes first (a step spanning nodes is never held) */
-        if (!sj->probed && !j->nofreeze && sj->extend && sj->scontrol[0] && sj->child == 0 &&
+         * RETRY_AFTER s after a failure; a step spanning nodes is never
+         * held, one not yet asked is not held before the answer) */
+        if (!sj->probed && (!j->nofreeze || sv->unasked) && sj->extend && sj->scontrol[0] && sj->child == 0 &&
             now >= sj->probe_after && sjob_fork(sj, 0, 1) < 0)
             sj->probe_after = now + RETRY_AFTER;
         if (j->frozen) {
