@@ -64,8 +64,8 @@ struct served {                      /* per job (j->served) */
  * minutes) could not get the next update's minutes: its steps here are
  * never frozen from then on (j->nofreeze, as a step spanning nodes).  Until
  * the probe answers or fails once, its steps are not frozen either
- * (sv->unasked): a job with no room must not lose the probe's latency.  A comment-only update does not
- * delay the next extension (last_extend).  A step not yet run by a
+ * (sv->unasked): a job with no room must not lose the probe's latency.
+ * A comment-only update does not delay the next extension (last_extend).  A step not yet run by a
  * plan is not held.  A job's record outlives its last step here by
  * FORGET_AFTER s, so that its next step does not get the minute ahead again.
  * What Slurm says of the job is read from squeue's fields (its own id as an

@@ -500,9 +500,12 @@ void node_account(struct cs_engine *e)
             continue;
         sj->live++;
         sj->seen = now;
+        /* answered, failed, or not to be asked: an unasked step is on one
+         * node, and the next plan may freeze it - unless its job's limit
+         * has no room (just below, said in the log) */
         if (sv->unasked && !node_sjob_unasked(sj)) {
-            sv->unasked = 0;          /* answered, failed, or not to be asked: */
-            j->nofreeze = 0;          /* the next plan may freeze it (unasked: one node), unless */
+            sv->unasked = 0;
+            j->nofreeze = 0;
         }
         if (sj->noroom && !j->nofreeze) {
             j->nofreeze = 1;          /* the next switch thaws it where it is */
