@@ -465,6 +465,12 @@ assert a["job_given_s"] >= 60 and b["job_given_s"] == 0, (a, b)
     slurm_node_ok
 }
 
+AWAITING='
+import json, sys
+s = [x for x in json.load(open(sys.argv[1]))["steps"] if x["job"] == int(sys.argv[2])]
+sys.exit(not (s and s[0]["awaiting_slurm"] and not s[0]["never_frozen"] and
+              "not frozen until Slurm says how far its time limit may grow" in s[0]["reason"]))'
+
 @test "a job whose time limit is its partition's MaxTime is never frozen, from its first instant: its step runs beside the others, its limit kept" {
     [ "$(nproc)" -ge 2 ] || skip "needs 2 cpus"
     # no update can give such a job its frozen time back: time-sliced, it
@@ -475,8 +481,8 @@ assert a["job_given_s"] >= 60 and b["job_given_s"] == 0, (a, b)
     # own mount namespace).  A has room (5 min): time-sliced as usual.
     scontrol delete PartitionName=short 2>/dev/null || true     # a failed run's
     scontrol create PartitionName=short Nodes="$SLURM_NODE" MaxTime=1 State=UP OverSubscribe=FORCE:4
-    local sq
-    sq=$(command -v squeue)
+    local sq                         # the squeue beside slurmstepd's scontrol, as the engine finds it
+    sq=$(cd "$SLURM_SBIN/../bin" && pwd -P)/squeue
     cp "$sq" squeue.real
     printf '#!/bin/sh\nsleep 4\nexec %s "$@"\n' "$PWD/squeue.real" > squeue.slow
     chmod 755 squeue.slow
@@ -501,8 +507,9 @@ assert a["job_given_s"] >= 60 and b["job_given_s"] == 0, (a, b)
      done) > samples &
     BG=$!
     scontrol release "$B"
-    wait_for 60 '"$COSCHED" status --socket "$CS_SOCKET" | tee st.txt | grep -q "not frozen until Slurm says how far its time limit may grow"' ||
-        { cat st.txt >&2; false; }
+    # until the answer: said so (reason, awaiting_slurm), and not for ever (never_frozen)
+    wait_for 60 '"$COSCHED" status --socket "$CS_SOCKET" --json > st.json && python3 -c "$AWAITING" st.json "$B"' ||
+        { cat st.json >&2; false; }
     wait_for 60 'grep -q "step $B\.0: never frozen" "$CS_SOCKET.log"'
     wait_for 30 '"$COSCHED" status --socket "$CS_SOCKET" | tee st.txt | grep -q "time limit at its partition.s MaxTime, never frozen"' ||
         { cat st.txt >&2; false; }

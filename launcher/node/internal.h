@@ -63,8 +63,9 @@ struct served {                      /* per job (j->served) */
  * first registers here - "the probe" - and at each update that adds
  * minutes) could not get the next update's minutes: its steps here are
  * never frozen from then on (j->nofreeze, as a step spanning nodes).  Until
- * the probe answers or fails once, its steps are not frozen either
- * (sv->unasked): a job with no room must not lose the probe's latency.
+ * the probe answers or fails once (PROBE_WAIT at most), its steps are not
+ * frozen either (sv->unasked): a job with no room must not lose the probe's
+ * latency; the answer is seen between two plan steps.
  * A comment-only update does not delay the next extension (last_extend).  A step not yet run by a
  * plan is not held.  A job's record outlives its last step here by
  * FORGET_AFTER s, so that its next step does not get the minute ahead again.
@@ -89,6 +90,7 @@ struct served {                      /* per job (j->served) */
 #define FORGET_AFTER 600.0           /* s a job's record is kept after its last step here */
 #define HOLD_MAX 0.4                 /* s a deregister waits for the last word (the plugin waits 0.5 s) */
 #define ROOM_MIN 2                   /* min below MaxTime the next update may need (held + a minute ahead) */
+#define PROBE_WAIT 10.0              /* s at most a step waits unfrozen for its probe (MessageTimeout) */
 struct sjob {
     unsigned long job;
     int extend;                      /* 0 when any of its steps said extend=0 */
@@ -104,6 +106,7 @@ struct sjob {
     double seen;                     /* when a step of it was last registered here */
     int live;                        /* its steps registered now */
     int probed, probing;             /* its room below MaxTime answered; the child under way asks it */
+    double probe_since;              /* when that child started */
     double probe_after;              /* a failed probe is tried again then */
     int noroom;                      /* its limit cannot take another update: never frozen here */
     int fails;                       /* updates failed in a row (warned at the first, then every 30th) */

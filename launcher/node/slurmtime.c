@@ -68,11 +68,13 @@ void node_sjob_note(struct cs_serve *s, unsigned long job, const struct cs_msg *
 
 /* Whether the job's room below its partition's MaxTime is still to be
  * asked (the probe): it would be asked, and has neither answered nor
- * failed yet.  After a failure its steps may be frozen (the probe is tried
- * again): a slurmctld that does not answer must not turn co-scheduling off. */
+ * failed yet, nor kept its steps waiting PROBE_WAIT.  After that its steps
+ * may be frozen (a failed probe is tried again, a late answer still counts):
+ * a slurmctld that does not answer must not turn co-scheduling off. */
 int node_sjob_unasked(const struct sjob *sj)
 {
-    return sj->extend && sj->scontrol[0] && !sj->probed && sj->probe_after == 0;
+    return sj->extend && sj->scontrol[0] && !sj->probed && sj->probe_after == 0 &&
+           !(sj->probing && cs_now() - sj->probe_since >= PROBE_WAIT);
 }
 
 /* Whether the job has something not yet said to Slurm: time to give back,
@@ -122,6 +124,8 @@ static int sjob_fork(struct sjob *sj, long add, int probe)
     }
     sj->child = pid;
     sj->probing = probe;
+    if (probe)
+        sj->probe_since = cs_now();
     sj->adding = 0;
     sj->said_before = sj->said;
     sj->frozen_said_before = sj->frozen_said;

@@ -136,10 +136,12 @@ char *node_status_doc(struct cs_engine *e, uid_t who, int text)
                                   cs_json_text(cs_policy_name(e->policy)), "asked_policy", cs_json_text(sv->asked),
                                   "opts", cs_json_text(sv->opts), "class", cls ? json_string(cl) : json_null(),
                                   "state", state, "reason", cs_json_text(why), "cpus", cpus, "allocation", allowed,
-                                  "nodes", sv->nnodes, "never_frozen", j->nofreeze, "tasks", sv->nt, "quanta_run",
+                                  "nodes", sv->nnodes, "never_frozen", j->nofreeze && !sv->unasked, "tasks", sv->nt, "quanta_run",
                                   (json_int_t)j->quanta_run, "quanta_waited", (json_int_t)j->quanta_frozen,
                                   "waited_s", cs_json_fixed(j->frozen ? cs_now() - j->last_run_end : 0.0, 3),
                                   "cpu_s", cs_json_fixed(j->cpu_ns * 1e-9, 3), "priority", j->priority);
+            if (o)                   /* not frozen until Slurm answers its job's probe (slurmtime.c) */
+                json_object_set_new(o, "awaiting_slurm", json_boolean(sv->unasked));
             if (o && j->last_step_wall > 0 && j->last_step_ncpus > 0)
                 json_object_set_new(o, "cpu_share",
                                     cs_json_fixed(j->last_step_cpu / (j->last_step_wall * j->last_step_ncpus), 3));
