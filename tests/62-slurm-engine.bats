@@ -469,7 +469,7 @@ AWAITING='
 import json, sys
 s = [x for x in json.load(open(sys.argv[1]))["steps"] if x["job"] == int(sys.argv[2])]
 sys.exit(not (s and s[0]["awaiting_slurm"] and not s[0]["never_frozen"] and
-              "not frozen until Slurm says how far its time limit may grow" in s[0]["reason"]))'
+              "not frozen until Slurm says how far its job" in s[0]["reason"]))'
 
 @test "a job whose time limit is its partition's MaxTime is never frozen, from its first instant: its step runs beside the others, its limit kept" {
     [ "$(nproc)" -ge 2 ] || skip "needs 2 cpus"
@@ -511,7 +511,7 @@ sys.exit(not (s and s[0]["awaiting_slurm"] and not s[0]["never_frozen"] and
     wait_for 60 '"$COSCHED" status --socket "$CS_SOCKET" --json > st.json && python3 -c "$AWAITING" st.json "$B"' ||
         { cat st.json >&2; false; }
     wait_for 60 'grep -q "step $B\.0: never frozen" "$CS_SOCKET.log"'
-    wait_for 30 '"$COSCHED" status --socket "$CS_SOCKET" | tee st.txt | grep -q "time limit at its partition.s MaxTime, never frozen"' ||
+    wait_for 30 '"$COSCHED" status --socket "$CS_SOCKET" | tee st.txt | grep -q "time limit is at its partition.s MaxTime: never frozen"' ||
         { cat st.txt >&2; false; }
     wait_for 120 'case "$(slurm_job_state "$B")" in RUNNING|PENDING|COMPLETING) false ;; esac'
     rm sampling

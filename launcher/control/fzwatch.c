@@ -15,7 +15,11 @@
  * 128 by default; watches are plenty), a watch per freezer.  The owner's
  * own writes are drained right after it makes them (cs_fzwatch_written
  * once more): a write of someone else's in the microseconds between the
- * two is taken for the owner's.
+ * two is taken for the owner's.  A queue that overflows (IN_Q_OVERFLOW,
+ * 16,384 events by default; not reached while each write is drained right
+ * after it) loses writes, and is ignored: reading it as "written" would take
+ * a step the engine froze for Slurm's suspend (slurm.c, slurm_touched), left
+ * frozen until Slurm writes again.
  */
 #include "config.h"
 

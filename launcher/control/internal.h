@@ -118,8 +118,20 @@ int cs_rescue_isolated(void (*rescue)(const char *), const char *record, double 
 /* Records: append one escaped field; split (in place) and unescape. */
 int cs_rec_add(char *rec, size_t len, const char *field);
 int cs_rec_split(char *rec, char **fields, int max);
-/* slurmleft.c: a step freezer the restore leaves frozen (a record says Slurm
- * suspended it): cs_slurm_thaw_leftovers passes it by */
+/* slurmleft.c: a Slurm step's record (the guardian's and the held file's;
+ * cpuset "" for none, binds NULL or "" for none), made and parsed, and the
+ * held files */
+#define CS_SLURM_REC_MAX 8192
+struct cs_slurm_rec {
+    int v2, suspended;
+    const char *freeze, *cpuset, *cores, *binds;
+};
+int cs_slurm_rec_make(char *out, size_t len, const struct cs_slurm_rec *r);
+int cs_slurm_rec_parse(char *copy, struct cs_slurm_rec *r);
+void cs_slurm_held_add(const char *record);
+void cs_slurm_held_drop(const char *record);
+/* a step freezer the restore leaves frozen (a record says Slurm suspended
+ * it): cs_slurm_thaw_leftovers passes it by */
 void cs_slurm_keep_frozen(const char *dir);
 
 /* ----------------------------------------------------------- freeze.c */

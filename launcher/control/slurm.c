@@ -31,11 +31,11 @@
  *
  * This file says WHERE a step's cgroups are and Slurm's safety rules (never
  * the job-level freezer, leave a step Slurm is killing running, bounds on a
- * tree its user owns, held steps); HOW to freeze, wait (v2: on
+ * tree its user owns, a step Slurm suspends); HOW to freeze, wait (v2: on
  * cgroup.events, like every v2 freeze), thaw, read CPU time and move a v1
- * tree's cores is the cgroup layer's (cgroup.h: cgrules.c, cgroupfs.c,
- * cgroupfs.c), shared with cgroup1.c and cgroup2.c; left-frozen steps of a
- * dead engine are thawed by slurmleft.c.
+ * tree's cores is the cgroup layer's (cgroup.h: cgrules.c, cgroupfs.c),
+ * shared with cgroup1.c and cgroup2.c; what a dead engine leaves (the held
+ * steps' records, left-frozen steps) is slurmleft.c's.
  *
  * Slurm stays in charge: no signal is ever sent (scontrol suspend in 22.05
  * uses SIGSTOP/SIGCONT; the freezer neither sends nor undoes them, so an
@@ -47,15 +47,12 @@
 #include "config.h"
 
 #include <ctype.h>
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -67,7 +64,6 @@
 #include "core/engine_state.h"
 
 #define WHO "slurm"
-#define REC_MAX 8192
 /* What the engine follows below a step (everything there is the step owner's
  * to create: Slurm 22.05 makes the user own the step's cgroup directories).
  * Slurm itself makes one level (task_<t>); deeper or more is the user's.  A
@@ -87,10 +83,10 @@ struct sl_job {
     double dying_since;
     int kill_ignored;           /* pending for longer than Slurm's kill takes: looked at no more */
     int pinned;                 /* its tree is too large: its cores are no longer moved */
-    char record[REC_MAX];
+    char record[CS_SLURM_REC_MAX];
     char cur[1024];             /* the cores the engine last gave it */
     struct cs_binds *binds;     /* its threads' own CPU bindings (binds.c), from its first move */
-    char bindrec[REC_MAX / 2];  /* those bindings as the record has them */
+    char bindrec[CS_SLURM_REC_MAX / 2];  /* those bindings as the record has them */
     int bind_overflow;          /* more than a record holds (said once) */
     struct cs_proc_cpu cpu;
     struct cs_cgfreezer fz;     /* freeze's freezer: v1 freezer.state, v2 cgroup.freeze + events (cgrules.c) */
@@ -336,75 +332,7 @@ static int sl_job_prepare(struct cs_engine *e, struct cs_job *j)
     return 0;
 }
 
-/* ------------------------------------------------------------ held steps */
-
-/*
- * What the engine holds is kept on disk too, one file per step (its guardian
- * record) in a root-only directory next to the socket: a step that an engine
- * moved, and that neither the engine nor its guardian gave back (both
- * killed), gets its own cores back when the next engine starts
- * (cs_slurm_restore_held), not only a thaw.
- */
-static char held_dir[PATH_MAX];
-
-int cs_slurm_keep_state(const char *dir)
-{
-    struct stat st;
-
-    if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
-        cs_err(WHO ": cannot create %s: %s", dir, strerror(errno));
-        return -1;
-    }
-    if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != 0 || (st.st_mode & 077)) {
-        cs_err(WHO ": %s must be a directory of root's, mode 0700 (it is not): the engine keeps there "
-               "the cores of the steps it moves", dir);
-        return -1;
-    }
-    snprintf(held_dir, sizeof held_dir, "%s", dir);
-    return 0;
-}
-
-static void held_path(const char *record, char *out, size_t len)
-{
-    unsigned long long h = 1469598103934665603ULL;      /* FNV-1a */
-
-    for (const unsigned char *c = (const unsigned char *)record; *c; c++)
-        h = (h ^ *c) * 1099511628211ULL;
-    snprintf(out, len, "%s/%016llx", held_dir, h);
-}
-
-static void held_add(const char *record)
-{
-    char path[PATH_MAX + 32], tmp[PATH_MAX + 40];
-    int fd;
-
-    if (!held_dir[0])
-        return;
-    held_path(record, path, sizeof path);
-    snprintf(tmp, sizeof tmp, "%s.new", path);
-    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd < 0 || write(fd, record, strlen(record)) != (ssize_t)strlen(record) || close(fd) < 0 ||
-        rename(tmp, path) < 0) {
-        cs_warn(WHO ": cannot keep %s (%s): if the engine and its guardian both die, a restarted engine "
-                "thaws this step but cannot give it its cores back", path, strerror(errno));
-        unlink(tmp);
-    }
-}
-
-static void held_drop(const char *record)
-{
-    char path[PATH_MAX + 32];
-
-    if (!held_dir[0])
-        return;
-    held_path(record, path, sizeof path);
-    if (unlink(path) < 0 && errno != ENOENT)
-        cs_warn(WHO ": cannot remove %s: %s", path, strerror(errno));
-}
-
-static void sl_rescue(const char *record);
 static int record_anew(struct sl_job *sj);
-static int record_version(const char *f);
 
 /* Slurm wrote the step's freezer since the last look: a freeze is its
  * suspend (the step is Slurm's until it writes again: suspended), a thaw
@@ -451,34 +379,6 @@ static int ask(struct cs_job *j, int on, double now)
     return r;
 }
 
-/* At the node engine's start: give back every step a previous engine held
- * (each in a process of its own: one bad record cannot stop the others). */
-int cs_slurm_restore_held(void)
-{
-    DIR *d = held_dir[0] ? opendir(held_dir) : NULL;
-    struct dirent *de;
-    int n = 0;
-
-    while (d && (de = readdir(d)) != NULL) {
-        char path[PATH_MAX + 300], rec[REC_MAX];
-        if (de->d_name[0] == '.')
-            continue;
-        snprintf(path, sizeof path, "%s/%s", held_dir, de->d_name);
-        if (strstr(de->d_name, ".new") == NULL && cs_read_file(path, rec, sizeof rec) > 0) {
-            cs_warn(WHO ": a previous engine held '%s' and did not give it back: restoring it", rec);
-            cs_rescue_isolated(sl_rescue, rec, 30.0);
-            char *f[3];
-            if (cs_rec_split(rec, f, 3) == 3 && record_version(f[1]) >= 2)
-                cs_slurm_keep_frozen(f[2]);   /* Slurm's suspend: not a leftover */
-            n++;
-        }
-        unlink(path);
-    }
-    if (d)
-        closedir(d);
-    return n;
-}
-
 static int make_record(struct sl_job *sj);
 
 static int sl_job_attach(struct cs_engine *e, struct cs_job *j, pid_t pid)
@@ -512,30 +412,22 @@ static int sl_job_attach(struct cs_engine *e, struct cs_job *j, pid_t pid)
     snprintf(sj->cur, sizeof sj->cur, "%s", sj->orig);
     make_record(sj);
     cs_guard_record("%s", sj->record);
-    held_add(sj->record);
+    cs_slurm_held_add(sj->record);
     j->ctl = sj;
     return 0;
 }
 
-/* The guardian's record of a step: "slurm v1|v2[:suspended] FREEZEDIR
- * CPUSETDIR|- CORES [BINDINGS]", BINDINGS as cs_binds_format writes them;
- * -1 (and the record without them) when they do not fit.  ":suspended":
- * Slurm holds the step frozen (its suspend), a rescue leaves it so. */
+/* The step's record for the guardian and the held file (slurmleft.c's
+ * format); -1 (and the record without its bindings) when they do not fit. */
 static int make_record(struct sl_job *sj)
 {
-    sj->record[0] = '\0';
-    cs_rec_add(sj->record, sizeof sj->record, "slurm");
-    cs_rec_add(sj->record, sizeof sj->record,
-               sj->suspended ? (sj->v2 ? "v2:suspended" : "v1:suspended") : (sj->v2 ? "v2" : "v1"));
-    cs_rec_add(sj->record, sizeof sj->record, sj->freeze);
-    cs_rec_add(sj->record, sizeof sj->record, sj->cpuset[0] ? sj->cpuset : "-");
-    cs_rec_add(sj->record, sizeof sj->record, sj->orig);
-    if (sj->bindrec[0] && cs_rec_add(sj->record, sizeof sj->record, sj->bindrec) < 0) {
-        sj->bindrec[0] = '\0';
-        make_record(sj);
-        return -1;
-    }
-    return 0;
+    const struct cs_slurm_rec r = { .v2 = sj->v2, .suspended = sj->suspended, .freeze = sj->freeze,
+                                    .cpuset = sj->cpuset, .cores = sj->orig, .binds = sj->bindrec };
+
+    if (cs_slurm_rec_make(sj->record, sizeof sj->record, &r) == 0)
+        return 0;
+    sj->bindrec[0] = '\0';
+    return -1;
 }
 
 /* The guardian and the held file get the step's record anew (its
@@ -543,10 +435,10 @@ static int make_record(struct sl_job *sj)
 static int record_anew(struct sl_job *sj)
 {
     cs_guard_forget("%s", sj->record);
-    held_drop(sj->record);
+    cs_slurm_held_drop(sj->record);
     int r = make_record(sj);
     cs_guard_record("%s", sj->record);
-    held_add(sj->record);
+    cs_slurm_held_add(sj->record);
     return r;
 }
 
@@ -769,11 +661,19 @@ static int sl_fz_start(void *arg, int i, struct cs_job *j)
     return r == -2 ? -2 : r < 0 ? -1 : 0;
 }
 
+/* cs_cgf_check's rule (an unreadable freezer is thawed), the thaw made
+ * through ask(): a write of Slurm's before it is noted, the thaw's own is
+ * not taken for Slurm's at the next look. */
 static int sl_fz_check(void *arg, int i, struct cs_job *j)
 {
     struct sl_job *sj = j->ctl;
+    int s = cs_cgf_state(&sj->fz);
 
-    return cs_cgf_check(WHO, sj->what, &sj->fz);
+    if (s >= 0)
+        return s == 1;
+    cs_err(WHO ": %s: cannot read the state of its freezer %s: %s", sj->what, sj->freeze, strerror(errno));
+    ask(j, 0, *(const double *)arg);
+    return -1;
 }
 
 static int sl_fz_event_fd(void *arg, int i, struct cs_job *j)
@@ -923,7 +823,7 @@ static void sl_job_release(struct cs_engine *e, struct cs_job *j)
      * it frozen too) and for one the thaw failed (the next engine thaws it) */
     if (restore(sj->v2, !sj->suspended, sj->freeze, sj->cpuset, sj->orig, sj->binds, sj->cur) == 0 &&
         !sj->suspended)
-        held_drop(sj->record);
+        cs_slurm_held_drop(sj->record);
     cs_guard_forget("%s", sj->record);
     cs_binds_free(sj->binds);
     free(sj);
@@ -934,34 +834,22 @@ static void sl_fini(struct cs_engine *e)
 {
 }
 
-/* A record's second field (make_record): 1 v2, | 2 suspended; -1 neither. */
-static int record_version(const char *f)
-{
-    static const char *const v[] = { "v1", "v2", "v1:suspended", "v2:suspended" };
-
-    for (int i = 0; i < 4; i++)
-        if (strcmp(f, v[i]) == 0)
-            return i;
-    return -1;
-}
-
-/* "slurm v1|v2[:suspended] FREEZEDIR CPUSETDIR|- CORES [BINDINGS]" (make_record) */
+/* A record of make_record's: thaw unless Slurm suspended the step, give it
+ * back its cores and its threads' own bindings. */
 static void sl_rescue(const char *record)
 {
-    char *copy = strdup(record), *f[6];
+    char *copy = strdup(record);
+    struct cs_slurm_rec r;
     struct cs_binds *b = NULL;
-    int n;
 
     if (!copy)
         return;
-    n = cs_rec_split(copy, f, 6);
-    int v = n < 2 ? -1 : record_version(f[1]);
-    if ((n != 5 && n != 6) || strcmp(f[0], "slurm") != 0 || v < 0) {
+    if (cs_slurm_rec_parse(copy, &r) < 0) {
         cs_warn(WHO ": guardian: ignoring malformed record '%s'", record);
     } else {
-        if ((b = cs_binds_new()) && n == 6 && cs_binds_parse(b, f[5]) < 0)
+        if ((b = cs_binds_new()) && r.binds && cs_binds_parse(b, r.binds) < 0)
             cs_warn(WHO ": guardian: ignoring malformed bindings in record '%s'", record);
-        restore(v & 1, !(v & 2), f[2], strcmp(f[3], "-") ? f[3] : "", f[4], b, NULL);
+        restore(r.v2, !r.suspended, r.freeze, r.cpuset, r.cores, b, NULL);
     }
     cs_binds_free(b);
     free(copy);
@@ -971,11 +859,11 @@ static void sl_rescue(const char *record)
  * Slurm suspended. */
 static void sl_rescue_thaw(const char *record)
 {
-    char *copy = strdup(record), *f[6];
-    int n = copy ? cs_rec_split(copy, f, 6) : 0, v = n >= 2 ? record_version(f[1]) : -1;
+    char *copy = strdup(record);
+    struct cs_slurm_rec r;
 
-    if ((n == 5 || n == 6) && strcmp(f[0], "slurm") == 0 && v >= 0 && !(v & 2) && access(f[2], F_OK) == 0) {
-        struct cs_cgfreezer fz = { .v2 = v & 1, .events = -1, .dir = f[2] };
+    if (copy && cs_slurm_rec_parse(copy, &r) == 0 && !r.suspended && access(r.freeze, F_OK) == 0) {
+        struct cs_cgfreezer fz = { .v2 = r.v2, .events = -1, .dir = r.freeze };
         cs_cgf_ask(WHO, &fz, 0);
     }
     free(copy);

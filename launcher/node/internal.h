@@ -179,6 +179,7 @@ void node_metrics_write(struct cs_engine *e, int up);
 struct sjob *node_sjob_of(struct cs_serve *s, unsigned long job, int create);
 void node_sjob_note(struct cs_serve *s, unsigned long job, const struct cs_msg *m);
 int node_sjob_unasked(const struct sjob *sj);
+const char *node_nofreeze_why(const struct cs_job *j);
 int node_hold_over(struct cs_engine *e, struct conn *c);
 void node_account(struct cs_engine *e);
 void node_last_words(struct cs_engine *e);

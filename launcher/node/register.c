@@ -83,6 +83,20 @@ static void register_ok(struct cs_engine *e, struct cs_job *j, long want, char *
              cs_policy_shares_cpus(e->policy) ? " shares_cpus=1" : "", *page_fd >= 0 ? " omp_page=1" : "");
 }
 
+/* Why a step is never frozen (j->nofreeze: set here and by node_account),
+ * in the words of the join line and of cosched status; NULL when it may be
+ * frozen. */
+const char *node_nofreeze_why(const struct cs_job *j)
+{
+    const struct served *sv = j->served;
+
+    if (!j->nofreeze || !sv)
+        return NULL;
+    return sv->nnodes > 1 ? "spans nodes: never frozen"
+           : sv->unasked ? "not frozen until Slurm says how far its job's time limit may grow"
+                         : "its job's time limit is at its partition's MaxTime: never frozen";
+}
+
 /* Returns 1 (job set changed) or 0 with an error reply in rep; *page_fd: the
  * descriptor to send with the reply (-1: none). */
 static int do_register(struct cs_engine *e, const struct cs_msg *m, pid_t peer, char *rep, size_t len, int *page_fd)
@@ -221,10 +235,9 @@ static int do_register(struct cs_engine *e, const struct cs_msg *m, pid_t peer, 
         rf = RF_ENGINE;
         goto bad;
     }
-    cs_info("step %s (uid %ld, %s) joined: cores %s%s", j->name, uid, sv->prog, cs_msg_get(m, "cores"),
-            sv->nnodes > 1 ? ", spans nodes: never frozen"
-            : sj && sj->noroom ? ", its job's time limit is at its partition's MaxTime: never frozen"
-            : sv->unasked ? ", not frozen until Slurm says how far its job's time limit may grow" : "");
+    const char *never = node_nofreeze_why(j);
+    cs_info("step %s (uid %ld, %s) joined: cores %s%s%s", j->name, uid, sv->prog, cs_msg_get(m, "cores"),
+            never ? ", " : "", never ? never : "");
     register_ok(e, j, want_page, rep, len, page_fd);
     s->accepted++;
     return 1;

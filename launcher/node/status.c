@@ -66,10 +66,7 @@ static void reason(struct cs_engine *e, const struct cs_job *j, uid_t who, char 
                      cs_now() - j->last_run_end);
         return;
     }
-    const char *never = !j->nofreeze ? NULL
-                        : sv->nnodes > 1 ? "spans nodes, never frozen"
-                        : sv->unasked ? "not frozen until Slurm says how far its time limit may grow"
-                                      : "time limit at its partition's MaxTime, never frozen";
+    const char *never = node_nofreeze_why(j);
     if (mine < all)
         snprintf(buf, len, "folded: %d of its %d cpus this quantum (%s)", mine, all,
                  never ? never : "sharing the node");
