@@ -171,6 +171,7 @@ void node_served_job_free(struct cs_job *j);
 struct cs_policy *node_load_policy(struct cs_serve *s, const char *name, char *why, size_t len);
 /* register.c */
 int node_flush(struct conn *c);
+const char *node_nofreeze_why(const struct cs_job *j);
 /* status.c */
 char *node_status_doc(struct cs_engine *e, uid_t who, int text);
 void node_metrics_sample(struct cs_engine *e);
@@ -179,7 +180,6 @@ void node_metrics_write(struct cs_engine *e, int up);
 struct sjob *node_sjob_of(struct cs_serve *s, unsigned long job, int create);
 void node_sjob_note(struct cs_serve *s, unsigned long job, const struct cs_msg *m);
 int node_sjob_unasked(const struct sjob *sj);
-const char *node_nofreeze_why(const struct cs_job *j);
 int node_hold_over(struct cs_engine *e, struct conn *c);
 void node_account(struct cs_engine *e);
 void node_last_words(struct cs_engine *e);
