@@ -13,6 +13,10 @@ load helpers/policies
     lua_tap_all_ok tests/lua/test_policies.lua
 }
 
+@test "never-frozen jobs: every time-slicing policy plans the others on the cores they do not keep (Lua script)" {
+    lua_tap_all_ok tests/lua/test_never_frozen.lua
+}
+
 # run_policies NAME FOLDED: NAME on four jobs with class hints S, C, N and
 # none, characterized, then with the hints alone (characterize=no); folded
 # policies never share cpus, the others pair two jobs on one list

@@ -1046,7 +1046,7 @@ EOF
 
 # ------------------------------------------------------------------ 10. multi-node steps
 
-@test "a step spanning nodes (nnodes=2) is never frozen under gang, while the single-node steps take turns" {
+@test "a step spanning nodes (nnodes=2) is never frozen under gang and keeps cores of its own, while the single-node steps take turns on the others" {
     fake_steps 7:a 8:b 9:c
     serve_start --policy gang --quantum 200ms
     registered 7 0 "$a" nnodes=2
@@ -1066,6 +1066,17 @@ EOF
         sleep 0.03
     done
     assert_equal "$(thread_states "$a")" R "thread states of 7.0"
+    # 7.0 keeps cores of its own (cosched.never_frozen): gang's turns are on the others
+    if [ "$NCPU" -gt 1 ]; then
+        wait_for 10 'disjoint "$(task_cpus "$a")" "$(task_cpus "$b")" && disjoint "$(task_cpus "$a")" "$(task_cpus "$c")"' ||
+            { echo "7.0 on $(task_cpus "$a"), 8.0 on $(task_cpus "$b"), 9.0 on $(task_cpus "$c")" >&2; false; }
+        for n in 1 2 3 4 5; do
+            A=$(task_cpus "$a") B=$(task_cpus "$b") C=$(task_cpus "$c")
+            disjoint "$A" "$B" && disjoint "$A" "$C" ||
+                { echo "look $n: 7.0 on $A, 8.0 on $B, 9.0 on $C" >&2; false; }
+            sleep 0.1
+        done
+    fi
 }
 
 # ------------------------------------------------------------------ 11. bad options

@@ -59,6 +59,20 @@ cpuset_of() {
     cat "$CGROUP_ROOT/cpuset/slurm_$SLURM_NODE/uid_0/job_$1/step_$2/cpuset.cpus" 2>/dev/null || echo GONE
 }
 
+# cpus_apart LIST LIST: two cpu lists ("0-1,3"), both non-empty, share no cpu
+cpus_apart() {
+    python3 -c '
+import sys
+def cpus(l):
+    out = set()
+    for part in l.split(","):
+        a, _, b = part.partition("-")
+        out |= set(range(int(a), int(b or a) + 1))
+    return out
+a, b = cpus(sys.argv[1]), cpus(sys.argv[2])
+sys.exit(not (a and b and not a & b))' "$1" "$2" 2>/dev/null
+}
+
 # start_steps POLICY CMD0 CMD1: an allocation of both cpus running two
 # overlapping steps of one task on both cpus (CMD0 0.3 s before CMD1, each
 # quoted for the allocation's shell) under POLICY, in the background; sets
@@ -471,14 +485,16 @@ s = [x for x in json.load(open(sys.argv[1]))["steps"] if x["job"] == int(sys.arg
 sys.exit(not (s and s[0]["awaiting_slurm"] and not s[0]["never_frozen"] and
               "not frozen until Slurm says how far its job" in s[0]["reason"]))'
 
-@test "a job whose time limit is its partition's MaxTime is never frozen, from its first instant: its step runs beside the others, its limit kept" {
+@test "a job whose time limit is its partition's MaxTime is never frozen, from its first instant: its step runs beside the others on cores of its own, its limit kept" {
     [ "$(nproc)" -ge 2 ] || skip "needs 2 cpus"
     # no update can give such a job its frozen time back: time-sliced, it
     # could be killed at its limit for time cosched kept it frozen (before,
     # gang froze each of two such jobs half the time and both reached it;
     # then B was frozen in A's turns while the engine asked Slurm of B's
     # limit: here a slurmctld that answers squeue 4 s late, in the engine's
-    # own mount namespace).  A has room (5 min): time-sliced as usual.
+    # own mount namespace).  A has room (5 min): time-sliced as usual until
+    # B is never frozen, then the only job gang schedules, on the cores B
+    # does not keep.
     scontrol delete PartitionName=short 2>/dev/null || true     # a failed run's
     scontrol create PartitionName=short Nodes="$SLURM_NODE" MaxTime=1 State=UP OverSubscribe=FORCE:4
     local sq                         # the squeue beside slurmstepd's scontrol, as the engine finds it
@@ -513,6 +529,19 @@ sys.exit(not (s and s[0]["awaiting_slurm"] and not s[0]["never_frozen"] and
     wait_for 60 'grep -q "step $B\.0: never frozen" "$CS_SOCKET.log"'
     wait_for 30 '"$COSCHED" status --socket "$CS_SOCKET" | tee st.txt | grep -q "time limit is at its partition.s MaxTime: never frozen"' ||
         { cat st.txt >&2; false; }
+    # and cores of its own (cosched.never_frozen): gang runs A on the others,
+    # never on B's (before, A took the whole node in its turns, beside B)
+    wait_for 30 'cpus_apart "$(cpuset_of "$A" 0)" "$(cpuset_of "$B" 0)"' ||
+        { echo "A on $(cpuset_of "$A" 0), B on $(cpuset_of "$B" 0)" >&2; false; }
+    local i a b apart=0
+    for i in 1 2 3 4 5 6 7 8 9 10; do       # until B ends (8 CPU seconds on its one CPU)
+        b=$(cpuset_of "$B" 0) a=$(cpuset_of "$A" 0)
+        [ "$b" = GONE ] && break
+        cpus_apart "$a" "$b" || { echo "sample $i: A on $a, B on $b" >&2; false; }
+        apart=$((apart + 1))
+        sleep 0.2
+    done
+    [ "$apart" -ge 2 ] || { echo "B gone after $apart samples" >&2; false; }
     wait_for 120 'case "$(slurm_job_state "$B")" in RUNNING|PENDING|COMPLETING) false ;; esac'
     rm sampling
     wait "$BG"

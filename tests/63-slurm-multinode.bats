@@ -4,10 +4,10 @@
 # while a one-node step beside it is co-scheduled by time slicing: cosched
 # only folds steps that span nodes (cosched(1) SLURM).  Both nodes' plugins
 # reach the same engine here (one machine, one socket); it keeps each node's
-# part of the step apart, as each node's own engine would.  (A policy that
-# rotates by waiting time sees a never-frozen step as running every quantum,
-# so beside ONE other step gang never freezes that one either: the rotation
-# needs two one-node steps to show.)
+# part of the step apart, as each node's own engine would.  (The policy
+# schedules only the steps it may freeze, on the cores the never-frozen one
+# does not keep (cosched.never_frozen): beside ONE other step gang would
+# never freeze that one either, so the rotation needs two one-node steps.)
 
 load helpers/common
 load helpers/slurm

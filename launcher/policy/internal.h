@@ -108,7 +108,7 @@ struct cs_policy {
     /* plan_protected() context */
     struct cs_engine *e;
     struct cs_plan *out;
-    hwloc_bitmap_t tmp, used, nodes;
+    hwloc_bitmap_t tmp, used, kept, nodes;   /* kept: a step's never-frozen jobs' cpus */
     char warnbuf[512];
     size_t warnlen;
 };
@@ -141,6 +141,7 @@ void pol_ro_wrap(lua_State *L);
 /* A read-only proxy's __newindex (raises): how a proxy is recognized. */
 int pol_ro_newindex(lua_State *L);
 int pol_valid_module_name(const char *s);
+int pol_require(lua_State *L);   /* require(name), as a policy's */
 /* Build the sandbox in the state's global table (a lua_CFunction for
  * pol_call_bounded); lua_atpanic's and lua_setwarnf's functions. */
 int pol_setup_sandbox(lua_State *L);

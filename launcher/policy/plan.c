@@ -201,6 +201,7 @@ static void convert_plan(lua_State *L, struct cs_policy *p, int res, struct cs_j
     struct cs_plan *plan = p->out;
     int maxid = 0, i, s, nsteps;
     int *seen;
+    char *kept;
     lua_Integer n;
 
     for (i = 0; i < nlive; i++)
@@ -212,6 +213,13 @@ static void convert_plan(lua_State *L, struct cs_policy *p, int res, struct cs_j
     for (i = 0; i < nlive; i++)
         if (live[i]->id >= 0)
             seen[live[i]->id] = 0;
+    /* the jobs the engine never freezes (cosched.never_frozen): two of them
+     * may be given the same cpus, as no plan can keep them apart in time */
+    kept = lua_newuserdata(L, (size_t)(maxid + 1));
+    memset(kept, 0, (size_t)(maxid + 1));
+    for (i = 0; i < nlive; i++)
+        if (live[i]->id >= 0 && live[i]->nofreeze)
+            kept[live[i]->id] = 1;
 
     hwloc_bitmap_zero(p->nodes);
     for (i = 0; e->topo && i < e->topo->nnumas; i++)
@@ -281,6 +289,7 @@ static void convert_plan(lua_State *L, struct cs_policy *p, int res, struct cs_j
                 luaL_error(L, "out of memory");
         }
         hwloc_bitmap_zero(p->used);
+        hwloc_bitmap_zero(p->kept);
 
         for (k = 1; k <= (int)nj; k++) {
             struct cs_plan_job *pj = &st->jobs[k - 1];
@@ -330,13 +339,19 @@ static void convert_plan(lua_State *L, struct cs_policy *p, int res, struct cs_j
             if (hwloc_bitmap_iszero(pj->cpus))
                 pol_verror(L, "step %d: job %d: cpus is empty", s, id);
             lua_pop(L, 1);
-            if ((!shared || (!p->shares_cpus && !p->overlap_warned))
-                && hwloc_bitmap_intersects(p->used, pj->cpus)) {
+            /* p->used: the cpus of the step's other jobs so far; p->kept:
+             * those of its never-frozen ones, which another of them may share */
+            if (kept[id])
+                hwloc_bitmap_copy(p->tmp, p->used);
+            else
+                hwloc_bitmap_or(p->tmp, p->used, p->kept);
+            hwloc_bitmap_and(p->tmp, p->tmp, pj->cpus);
+            if ((!shared || (!p->shares_cpus && !p->overlap_warned)) && !hwloc_bitmap_iszero(p->tmp)) {
                 int cpu, other = -1, m;
-                hwloc_bitmap_and(p->tmp, p->used, pj->cpus);
                 cpu = hwloc_bitmap_first(p->tmp);
                 for (m = 0; m < k - 1; m++)
-                    if (hwloc_bitmap_isset(st->jobs[m].cpus, (unsigned)cpu))
+                    if (hwloc_bitmap_isset(st->jobs[m].cpus, (unsigned)cpu) &&
+                        !(kept[id] && kept[st->jobs[m].job]))
                         other = st->jobs[m].job;
                 if (!shared)
                     pol_verror(L, "step %d: job %d: cpu %d is also given to job %d "
@@ -349,7 +364,10 @@ static void convert_plan(lua_State *L, struct cs_policy *p, int res, struct cs_j
                         "does not declare shares_cpus = true: OpenMP jobs given the shim keep "
                         "spinning there (cosched-policy(7), shares_cpus)", p->name, s, other, id, cpu);
             }
-            hwloc_bitmap_or(p->used, p->used, pj->cpus);
+            if (kept[id])
+                hwloc_bitmap_or(p->kept, p->kept, pj->cpus);
+            else
+                hwloc_bitmap_or(p->used, p->used, pj->cpus);
 
             pol_rawfield(L, ent, "mems");
             if (!lua_isnil(L, -1))
@@ -364,13 +382,22 @@ static int plan_protected(lua_State *L)
 {
     struct cs_policy *p = getp(L);
     struct cs_job **live;
-    int nlive, res;
+    int nlive, res, kept = 0;
 
     luaL_checkstack(L, 40, "snapshot");
     live = pol_live_jobs(L, p->e, &nlive);
+    for (int i = 0; i < nlive && !p->shares_cpus && !kept; i++)
+        kept = live[i]->nofreeze;
+    if (kept) {                 /* plan() through cosched.never_frozen */
+        lua_pushcfunction(L, pol_require);
+        lua_pushliteral(L, "cosched.never_frozen");
+        lua_call(L, 1, 1);
+        lua_getfield(L, -1, "plan");
+        lua_remove(L, -2);
+    }
     lua_rawgeti(L, LUA_REGISTRYINDEX, p->plan_ref);
     pol_push_snapshot(L, p, p->e, live, nlive);
-    lua_call(L, 1, 3);
+    lua_call(L, kept ? 2 : 1, 3);
     res = lua_gettop(L) - 2;
     convert_plan(L, p, res, live, nlive);
     pol_convert_results(L, p, res + 1, live, nlive);

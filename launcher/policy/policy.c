@@ -284,6 +284,7 @@ void cs_policy_free(struct cs_policy *p)
     }
     hwloc_bitmap_free(p->tmp);
     hwloc_bitmap_free(p->used);
+    hwloc_bitmap_free(p->kept);
     hwloc_bitmap_free(p->nodes);
     free(p->name);
     free(p->file);
@@ -314,8 +315,9 @@ static struct cs_policy *policy_open(const char *name, const char *file, int qui
     p->moddir = pol_xprintf("%s/lua", datadir());
     p->tmp = hwloc_bitmap_alloc();
     p->used = hwloc_bitmap_alloc();
+    p->kept = hwloc_bitmap_alloc();
     p->nodes = hwloc_bitmap_alloc();
-    if (!p->name || !p->file || !p->dir || !p->moddir || !p->tmp || !p->used || !p->nodes)
+    if (!p->name || !p->file || !p->dir || !p->moddir || !p->tmp || !p->used || !p->kept || !p->nodes)
         goto oom;
     slash = strrchr(p->dir, '/');
     if (slash == p->dir)

@@ -222,7 +222,7 @@ static const char LOADING_KEY[] = "cosched.loading";
  * as directory separators; cached; run in the sandbox. */
 int cs_policy_trusted_only;
 
-static int sb_require(lua_State *L)
+int pol_require(lua_State *L)
 {
     struct cs_policy *p = getp(L);
     const char *name = luaL_checkstring(L, 1);
@@ -341,7 +341,7 @@ int pol_setup_sandbox(lua_State *L)
     lua_setfield(L, -2, "pcall");
     lua_pushcfunction(L, sb_xpcall);
     lua_setfield(L, -2, "xpcall");
-    lua_pushcfunction(L, sb_require);
+    lua_pushcfunction(L, pol_require);
     lua_setfield(L, -2, "require");
 
     for (i = 0; i < sizeof libs / sizeof libs[0]; i++) {

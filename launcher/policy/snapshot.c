@@ -455,6 +455,10 @@ static void push_job(lua_State *L, struct cs_policy *p, const struct cs_job *j, 
         set_int(L, "team", j->omp_team);
     lua_pushboolean(L, j->frozen);
     lua_setfield(L, -2, "frozen");
+    if (j->nofreeze) {        /* the engine will not freeze it (cosched.never_frozen) */
+        lua_pushboolean(L, 1);
+        lua_setfield(L, -2, "never_frozen");
+    }
     push_cpulist(L, p, j->cpus, NULL);
     lua_setfield(L, -2, "cpus");
     if (j->stored)

@@ -8,7 +8,8 @@
 --                                            -- ipc = a number or such a function (also
 --                                            -- given the job's cpu count), bw =
 --                                            -- { l1 =, l2 =, llc = } (counters), owner =
---                                            -- a uid (job.owner)
+--                                            -- a uid (job.owner), never_frozen =
+--                                            -- true (job.never_frozen)
 --   local snap = node:snapshot(params)       -- read-only proxies, as the engine's
 --   local ok, err = fake.validate(snap, plan)   -- the engine's plan checks
 --   node:run(plan)                           -- "run" the steps: waited, quanta, last
@@ -92,7 +93,8 @@ function Node:add(spec)
               class = spec.class, priority = 0, runs = 0, waited = 0.0, quanta_run = 0,
               quanta_frozen = 0, cpu_time = 0, frozen = false, cpus = self.topo.cpus,
               ipc = spec.ipc or 1.0, last_end = self.now, busy = spec.busy, team = spec.team,
-              shim = spec.shim, regions = spec.regions, bw = spec.bw, owner = spec.owner }
+              shim = spec.shim, regions = spec.regions, bw = spec.bw, owner = spec.owner,
+              never_frozen = spec.never_frozen }
   self.jobs[#self.jobs + 1] = j
   self.runs[id] = {}
   return id
@@ -111,7 +113,8 @@ function Node:snapshot(params)
     jobs[i] = { id = j.id, name = j.name, threads = j.threads, class = j.class, priority = 0,
                 runs = 0, waited = j.waited, quanta_run = j.quanta_run,
                 quanta_frozen = j.quanta_frozen, cpu_time = j.cpu_time, frozen = j.frozen,
-                cpus = j.cpus, last = j.last, team = j.team, owner = j.owner }
+                cpus = j.cpus, last = j.last, team = j.team, owner = j.owner,
+                never_frozen = j.never_frozen }
   end
   local snap = { api = 1, epoch = self.epoch, now = self.now, quantum = self.quantum,
                  params = params or {}, cpus = self.topo.cpus,
@@ -123,8 +126,8 @@ end
 -- The engine's validation (cosched-policy(7), THE PLAN, Validation).
 function M.validate(snap, plan)
   if type(plan) ~= "table" or #plan < 1 or #plan > 1024 then return false, "not a list of 1 to 1024 steps" end
-  local live, managed = {}, {}
-  for _, j in ipairs(snap.jobs) do live[j.id] = true end
+  local live, managed, kept = {}, {}, {}
+  for _, j in ipairs(snap.jobs) do live[j.id] = true; kept[j.id] = j.never_frozen end
   for _, c in ipairs(snap.cpus) do managed[c] = true end
   for s, step in ipairs(plan) do
     for k in pairs(step) do
@@ -145,10 +148,11 @@ function M.validate(snap, plan)
       if type(e.cpus) ~= "table" or #e.cpus == 0 then return false, ("step %d: job %d: no cpus"):format(s, e.id) end
       for _, c in ipairs(e.cpus) do
         if not managed[c] then return false, ("step %d: job %d: cpu %s not managed"):format(s, e.id, tostring(c)) end
-        if owner[c] and not step.shared then
-          return false, ("step %d: cpu %d given to jobs %d and %d without shared"):format(s, c, owner[c], e.id)
+        local o = owner[c]      -- two never-frozen jobs may share, none with another
+        if o and not step.shared and not (kept[e.id] and kept[o]) then
+          return false, ("step %d: cpu %d given to jobs %d and %d without shared"):format(s, c, o, e.id)
         end
-        owner[c] = e.id
+        if not (o and kept[e.id]) then owner[c] = e.id end
       end
     end
   end

@@ -121,7 +121,9 @@ tasks() { cat "$(user "$1" "$2")"/task_*/cgroup.procs 2>/dev/null || true; }
 # start_steps POLICY CPUS N [SPIN ARGS]: an allocation of CPUS cpus on the node
 # with N overlapping steps of CPUS cpus each (spin, 2 threads, in bursts) under
 # --cosched=POLICY, in the background; sets JOB and BG; waits until every
-# step's first task is registered with the engine.
+# step's first task is registered with the engine and Slurm has told the
+# engine how far the job's limit may grow (until then its steps are never
+# frozen and keep cores of their own: cosched-policy(7)).
 start_steps() {
     local pol=$1 cpus=$2 n=$3 i script=
     shift 3
@@ -139,6 +141,14 @@ start_steps() {
         wait_for 60 '"$COSCHED" status --socket "$CS_SOCKET" | grep -q "^$JOB.'$i' "' ||
             { cat salloc.err step*.err >&2; "$COSCHED" status --socket "$CS_SOCKET" >&2; false; }
     done
+    wait_for 60 none_awaiting || { cat st.json >&2; false; }
+}
+
+# none_awaiting: no step waits for Slurm's answer on its job's limit (st.json)
+none_awaiting() {
+    "$COSCHED" status --socket "$CS_SOCKET" --json > st.json && python3 -c '
+import json, sys
+sys.exit(any(s.get("awaiting_slurm") for s in json.load(open(sys.argv[1]))["steps"]))' st.json
 }
 
 @test "Slurm with cgroup/v2 here: a task sits in job_J (or SLUID)/step_S/user/task_* of the node's stepd scope, on its step's cores" {

@@ -1,0 +1,139 @@
+-- Tests of lua/cosched/never_frozen.lua: every shipped policy that does not
+-- share cpus, run through it as the policy host does when a job is never
+-- frozen, on deterministic fake snapshots (tests/lua/fakenode.lua).
+-- Run: lua5.4 tests/lua/test_never_frozen.lua SRCDIR   (prints TAP; exit 1 on any failure)
+
+local srcdir = arg[1] or "."
+package.path = srcdir .. "/lua/?.lua;" .. srcdir .. "/tests/lua/?.lua;" .. package.path
+local fake = require "fakenode"
+fake.library()
+local nf = require "cosched.never_frozen"
+local cpus = require "cosched.cpus"
+local tap = require "tap"
+local check = tap.check
+
+-- the shipped policies that time-slice (shares_cpus not declared)
+local function slicers()
+  local out = {}
+  local ls = assert(io.popen("ls '" .. srcdir .. "/lua/policies'"))
+  for f in ls:lines() do
+    local name = f:match("^(.-)%.lua$")
+    if name then
+      local p = fake.load_policy(srcdir, name)
+      if not p.shares_cpus then out[#out + 1] = name end
+    end
+  end
+  ls:close()
+  table.sort(out)
+  return out
+end
+
+-- epochs of policy `name` on a node of `cores` cores (llcs LLC domains)
+-- with the jobs of `specs`; every plan through never_frozen.plan.  Returns
+-- nil or what went wrong, and the quanta each job ran.
+local function run(name, cores, llcs, specs, epochs)
+  local node = fake.node { cores = cores, llcs = llcs, numa = llcs }
+  for _, s in ipairs(specs) do node:add(s) end
+  local p, params = fake.load_policy(srcdir, name)
+  local kept_on
+  for e = 1, epochs do
+    local snap = node:snapshot(params)
+    local plan = nf.plan(p.plan, snap)
+    local ok, err = fake.validate(snap, plan)
+    if not ok then return ("epoch %d: %s"):format(e, err) end
+    for s, step in ipairs(plan) do
+      local on, kept = {}, {}
+      for _, ent in ipairs(step.jobs) do on[ent.id] = ent.cpus end
+      for _, j in ipairs(node.jobs) do
+        if j.never_frozen then
+          if not on[j.id] then return ("epoch %d step %d: never-frozen job %d left out"):format(e, s, j.id) end
+          kept[#kept + 1] = on[j.id]
+        end
+      end
+      local r = kept[1]
+      for _, k in ipairs(kept) do
+        if cpus.format(k) ~= cpus.format(r) then return ("epoch %d: never-frozen jobs apart"):format(e) end
+      end
+      kept_on = kept_on or cpus.format(r)
+      if cpus.format(r) ~= kept_on then
+        return ("epoch %d: never-frozen jobs moved from %s to %s"):format(e, kept_on, cpus.format(r))
+      end
+      for _, j in ipairs(node.jobs) do
+        if not j.never_frozen and on[j.id] and cpus.overlap(on[j.id], r) > 0 then
+          return ("epoch %d step %d: job %d on %s, never-frozen jobs on %s"):format(e, s, j.id,
+            cpus.format(on[j.id]), cpus.format(r))
+        end
+      end
+    end
+    node:run(plan)
+  end
+  local q = {}
+  for _, j in ipairs(node.jobs) do q[j.id] = j.quanta_run end
+  return nil, q, kept_on
+end
+
+for _, name in ipairs(slicers()) do
+  for _, shape in ipairs({ { 2, 1 }, { 8, 2 } }) do
+    local cores, llcs = shape[1], shape[2]
+    check(("%s on %d cores: one never-frozen job of four runs in every step on cores no other job gets, the others all run"):format(name, cores), function()
+      local specs = { { class = "S" }, { class = "C", never_frozen = true }, { class = "N" }, {} }
+      local err, q, r = run(name, cores, llcs, specs, 40)
+      if err then return false, err end
+      local want = cores == 2 and "1" or "6-7"        -- a quarter of the node, the last cores
+      for id = 1, 4 do
+        if q[id] == 0 then return false, ("job %d never ran"):format(id) end
+      end
+      return r == want, ("kept on %s (want %s); quanta %d %d %d %d"):format(r, want, q[1], q[2], q[3], q[4])
+    end)
+  end
+end
+
+check("two never-frozen jobs of three on 8 cores share two thirds of the node, the third job has the rest", function()
+  local err, q, r = run("gang", 8, 2, { { never_frozen = true }, {}, { never_frozen = true } }, 10)
+  if err then return false, err end
+  return r == "3-7" and q[2] == 10, ("kept on %s, job 2 ran %d quanta of 10"):format(tostring(r), q[2])
+end)
+
+check("a never-frozen job keeps no more cpus than it has threads: the others get the rest", function()
+  local err, q, r = run("tft", 8, 2, { { never_frozen = true, threads = 1 }, {}, {} }, 10)
+  if err then return false, err end
+  return r == "7", ("kept on %s"):format(tostring(r))
+end)
+
+check("every job never frozen: one step, all on all cpus, the policy not called", function()
+  local node = fake.node { cores = 4 }
+  node:add { never_frozen = true }
+  node:add { never_frozen = true }
+  local called = false
+  local plan = nf.plan(function() called = true end, node:snapshot({}))
+  local ok, err = fake.validate(node:snapshot({}), plan)
+  return ok and not called and #plan == 1 and #plan[1].jobs == 2 and cpus.format(plan[1].jobs[2].cpus) == "0-3",
+    tostring(err)
+end)
+
+check("no never-frozen job: the policy's own plan, untouched", function()
+  local node = fake.node { cores = 4 }
+  node:add {}
+  local mine = { { jobs = { { id = 1, cpus = { 0 } } } } }
+  return nf.plan(function() return mine end, node:snapshot({})) == mine
+end)
+
+check("one managed cpu: nothing to keep apart, the policy sees every job", function()
+  local node = fake.node { cores = 1 }
+  node:add { never_frozen = true }
+  node:add {}
+  local seen
+  nf.plan(function(snap) seen = #snap.jobs return {} end, node:snapshot({}))
+  return seen == 2, tostring(seen)
+end)
+
+check("the policy's steps are copied, not changed (a policy may keep its plan from one epoch to the next)", function()
+  local node = fake.node { cores = 2 }
+  node:add { never_frozen = true }
+  node:add {}
+  local mine = { { duration = 0.5, jobs = { { id = 2, cpus = { 0 } } } } }
+  local plan = nf.plan(function() return mine end, node:snapshot({}))
+  return #mine[1].jobs == 1 and #plan[1].jobs == 2 and plan[1].duration == 0.5, "steps changed"
+end)
+
+tap.finish()
