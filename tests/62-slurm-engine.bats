@@ -530,7 +530,7 @@ sys.exit(not (s and s[0]["awaiting_slurm"] and not s[0]["never_frozen"] and
     wait_for 30 '"$COSCHED" status --socket "$CS_SOCKET" | tee st.txt | grep -q "time limit is at its partition.s MaxTime: never frozen"' ||
         { cat st.txt >&2; false; }
     # and cores of its own (cosched.never_frozen): gang runs A on the others,
-    # never on B's (before, A took the whole node in its turns, beside B)
+    # never on B's (before, A ran on the whole node, beside B)
     wait_for 30 'cpus_apart "$(cpuset_of "$A" 0)" "$(cpuset_of "$B" 0)"' ||
         { echo "A on $(cpuset_of "$A" 0), B on $(cpuset_of "$B" 0)" >&2; false; }
     local i a b apart=0

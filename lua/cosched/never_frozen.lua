@@ -7,10 +7,10 @@ waits), a step whose job's time limit is at its partition's MaxTime (no update
 could give it the frozen time back), and a step until Slurm says how far its
 job's limit may grow (cosched-spank(8)).  Such a job runs in every step,
 whatever a plan says.  A policy that time-slices the node does not know
-that: left to itself it gives the job's cores to others, and they share them
-with a job it believes frozen (under gang, a never-frozen job kept the whole
-node in every turn and the other job ran beside it in its own turns only:
-it got about a quarter of the node, the never-frozen one three quarters).
+that: left to itself it gives the job's cores to others, which share them
+with it in steps the policy meant to be theirs alone (under gang, beside one
+never-frozen step, the other ran in every turn on all cores, beside it: the
+rotation counts a never-frozen job as run every quantum).
 
 So the policy host runs a policy that does not declare shares_cpus through
 plan() below whenever a live job is never frozen (the engine calls it; a
