@@ -406,11 +406,13 @@ cpu_count() {
     n=$(nproc)
     scontrol delete PartitionName=short 2>/dev/null || true     # a failed run's
     scontrol create PartitionName=short Nodes="$SLURM_NODE" MaxTime=1 State=UP OverSubscribe=FORCE:4
-    for x in a b; do
-        sbatch --parsable -o $x.out -e $x.err --time=1 -n1 -c"$n" --cosched=gang $([ $x = b ] && echo -p short) \
-            --wrap "srun -n1 -c$n nice -n 19 '$PROGS/spin' -t 2 -d 10000 -w 300" > $x.sub
+    # A and C (room: 10 minutes) time-sliced by gang on the cores B does not
+    # keep (B, never frozen, keeps a share of its own: cosched-policy(7))
+    for x in a b c; do
+        sbatch --parsable -o $x.out -e $x.err --time=$([ $x = c ] && echo 10 || echo 1) -n1 -c"$n" --cosched=gang \
+            $([ $x = b ] && echo -p short) --wrap "srun -n1 -c$n nice -n 19 '$PROGS/spin' -t 2 -d 10000 -w 300" > $x.sub
     done
-    A=$(cat a.sub) B=$(cat b.sub)
+    A=$(cat a.sub) B=$(cat b.sub) C=$(cat c.sub)
     # A's and B's limits, read every second until each is gone: A runs every other
     # quantum, so it reaches its (grown) limit after a few minutes and is
     # gone 30 s later (MinJobAge); on a slow emulating host the checks of B
@@ -420,7 +422,7 @@ cpu_count() {
     done
     wait_for 90 'grep -q "step $B\.0: never frozen" "$CS_SOCKET.log"' ||
         { cat a.err b.err >&2; tail -n 20 "$CS_SOCKET.log" >&2; false; }
-    # gang runs A every other quantum; B runs through them, its tasks never
+    # gang runs A and C in turns; B runs through them, its tasks never
     # frozen once the switch after that line has thawed it
     wait_for 30 '[ "$(frozen "$B" 0)" = 0 ]'
     local i
@@ -433,9 +435,10 @@ cpu_count() {
     # B's stayed as it was (its partition's MaxTime)
     grep -q . B.limits
     [ -z "$(grep -v "TimeLimit=00:01:00" B.limits)" ] || { sort B.limits | uniq -c >&2; false; }
-    scancel "$A" "$B"
+    scancel "$A" "$B" "$C"
     slurm_wait_gone "$A" 60
     slurm_wait_gone "$B" 60
+    slurm_wait_gone "$C" 60
     scontrol delete PartitionName=short
     slurm_node_ok
 }

@@ -91,8 +91,9 @@ teardown() {
 # on vm1 only, step 3 on vm2 only.  Under gang vm1's engine rotates steps 1
 # and 2 (each is frozen in turn) and never freezes step 0, which spans nodes
 # (cosched(1) SLURM); vm2's engine has step 0's other part and step 3 and
-# freezes neither: a never-frozen step counts as running every quantum, so
-# beside it the one other step is never frozen either (tests/63-slurm-multinode).
+# freezes neither: step 0 keeps a share of the cores, and step 3, the only
+# one gang schedules there, runs on the rest in every turn (cosched-policy(7),
+# JOBS THAT ARE NEVER FROZEN).
 @test "a step spanning both nodes is never frozen on either; vm1's one-node steps are time-sliced, vm2's are not disturbed" {
     salloc -N2 -n2 -c4 --cosched=gang bash -c "
         srun --overlap -N2 -n2 -c4 nice -n 19 '$PROGS/spin' -t 2 -d 10000 -w 300 > wide.out 2> wide.err &
@@ -130,6 +131,7 @@ EOF
     # made no cpuset below the job (23.11 and later here: nobody confines
     # these steps), on the cpus Slurm bound them to at the first look
     on_vm2 "
+        wait_for 60 '! \"\$COSCHED\" status --socket \"\$CS_SOCKET\" | grep -q \"until Slurm says\"'
         fz=0 moved=0 bad=0
         for s in 0 3; do
             u=\$(slurm_step_dir $JOB \$s)/user
