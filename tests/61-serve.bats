@@ -1079,6 +1079,19 @@ EOF
     fi
 }
 
+@test "two steps spanning nodes share the cores they keep; the engine takes the plan (no fallback), the one-node step runs on the rest" {
+    [ "$NCPU" -gt 1 ] || skip "needs 2 cpus"
+    fake_steps 7:a 8:b 9:c
+    serve_start --policy tft --quantum 200ms
+    registered 7 0 "$a" nnodes=2
+    registered 9 0 "$c" nnodes=2
+    registered 8 0 "$b"
+    wait_for 10 '[ "$(task_cpus "$a")" = "$(task_cpus "$c")" ] && disjoint "$(task_cpus "$a")" "$(task_cpus "$b")"' ||
+        { echo "7.0 on $(task_cpus "$a"), 9.0 on $(task_cpus "$c"), 8.0 on $(task_cpus "$b")" >&2; cat engine.log >&2; false; }
+    assert_equal "$(step_frozen 7 0)$(step_frozen 9 0)$(step_frozen 8 0)" 000 "frozen of 7.0, 9.0, 8.0"
+    if grep -E "plan\(\) failed|fallback|is also given to job" engine.log; then false; fi
+}
+
 # ------------------------------------------------------------------ 11. bad options
 
 @test "bad options: one clear message, exit 2, no socket, no engine" {

@@ -461,6 +461,10 @@ static void push_job(lua_State *L, struct cs_policy *p, const struct cs_job *j, 
     }
     push_cpulist(L, p, j->cpus, NULL);
     lua_setfield(L, -2, "cpus");
+    if (j->allowed && !hwloc_bitmap_isequal(j->allowed, p->e->managed)) {
+        push_cpulist(L, p, j->allowed, p->e->managed);   /* where it may ever run: a Slurm step's own cpus */
+        lua_setfield(L, -2, "home");
+    }
     if (j->stored)
         push_stored(L, p, j, now);
     push_memory(L, j);

@@ -17,36 +17,46 @@ plan() below whenever a live job is never frozen (the engine calls it; a
 policy need not and should not):
 
   1. The never-frozen jobs get a part R of the managed CPUs for as long as
-     they stay so: the managed CPUs split into n groups by cosched.cpus.split
-     (n = live jobs, following the topology), and R = the last m of them (m
-     = never-frozen jobs), at most all groups but one, and no more CPUs
-     than their threads (job.threads) add up to.  So R is their share
-     of the node by head count - the share each would get on average if all
-     n jobs were time-sliced - rounded to whole groups, at least one CPU,
-     and at least one CPU is left to the others.  The never-frozen jobs all
-     run on R at once (the kernel shares R between them: no plan can keep
-     two jobs apart in time that the engine cannot freeze, and the engine
-     accepts their overlap).
+     they stay so, in whole cores: as many cores as the last m of n groups
+     of the managed CPUs hold (cosched.cpus.split, following the topology;
+     n = live jobs, at most one group per core; m = never-frozen jobs), at
+     most all groups but one, and no more cores than their threads
+     (job.threads) add up to.  So R is their share of the node by head
+     count - what each would get on average if all n jobs were time-sliced
+     - in whole groups, at least one core, and at least one core is left to
+     the others.  R is taken from the last cores, in topology order, of the
+     never-frozen jobs' own CPUs (job.home: a Slurm step's allocation) when
+     each of them has one, else of the managed CPUs: where the groups fall
+     on a node the jobs may wholly use.  The never-frozen jobs all run on R
+     at once (the kernel shares R between them: no plan can keep two jobs
+     apart in time that the engine cannot freeze, and the engine accepts
+     their overlap).
   2. The policy plans the other jobs on the rest: it is called with a view
      of the snapshot whose cpus are the managed CPUs minus R and whose jobs
-     leave the never-frozen ones out (every other field is the snapshot's).
-     Its selections (cosched.rotation, ageing, pairing) rotate the others in
-     the cores left; none of them sees a job that is not its to schedule.
+     leave the never-frozen ones out (every other field is the snapshot's,
+     the topology too).  Its selections (cosched.rotation, ageing, pairing)
+     rotate the others in the cores left; none of them sees a job that is
+     not its to schedule.
   3. Every step it returns gets the never-frozen jobs added, on R.  Its
      results and info are passed on as they are.
 
-On a single managed CPU nothing can be kept apart and the policy gets the
-whole snapshot.  When every live job is never frozen, the policy is not called: one step runs
-them all on all managed CPUs (what the engine would do anyway).  A policy
-that declares shares_cpus (linux, lca, ...) already runs jobs side by side
-on shared CPUs and is called with the whole snapshot, never_frozen included.
+On a single managed core nothing can be kept apart and the policy gets the
+whole snapshot.  When every live job is never frozen, the policy is not
+called: one step runs them all on all managed CPUs (what the engine would do
+anyway).  A policy that declares shares_cpus (linux, lca, ...) already runs
+jobs side by side on shared CPUs and is called with the whole snapshot,
+never_frozen included.
 
 The share is a choice, not a measurement: a never-frozen job gets R for all
 of the time where a time-sliced job gets its cores for part of it; with m
-of n jobs on a node of c CPUs that is m/n of the node rounded to whole
-groups (on 2 CPUs: 1 CPU for 1 never-frozen job of 2 or of 3 jobs).  Where
-R is not in a job's own allocation (its home), the engine runs the job on
-its home instead (engine/switch.c): a Slurm step is never moved out of it.
+of n jobs on a node of c cores that is m/n of the node rounded to whole
+groups (on 2 cores: 1 core for 1 never-frozen job of 2 or of 3 jobs).
+Policies plan the whole node, not each job's home: another job whose home
+lies inside R is planned elsewhere and the engine runs it on its home
+(engine/switch.c: a Slurm step is never moved out of its allocation),
+beside the never-frozen ones.  A step waiting for Slurm's answer on its
+limit (at most 10 s) is never frozen too: its arrival and the answer each
+move the other jobs' cores once.
 
 Cost: only when a never-frozen job is live: one pass over the jobs, one
 split of the managed CPUs, a copy of each step's job list.
@@ -58,17 +68,42 @@ local M = {}
 
 local rawlen, rawget, next, type = rawlen, rawget, next, type
 
--- R for m never-frozen jobs of n, as a sorted list: the last m groups of n,
--- at most all but one, and no more CPUs than `want` (their threads) when given.
-function M.share(snap, n, m, want)
-  local groups = cpus.split(snap, n)
-  local r = {}
-  for g = #groups, math.max(2, #groups - m + 1), -1 do
-    local grp = groups[g]
-    for i = #grp, 1, -1 do
-      if want and #r >= want then break end
-      r[#r + 1] = grp[i]
+-- The cores of a CPU list, in topology order: { {pu, ...}, ... } (only the
+-- PUs of the list; a CPU of no listed core counts as a core of its own).
+local function cores_of(snap, list)
+  local left, out = cpus.set(list), {}
+  for _, core in ipairs(snap.topology.cores) do
+    local pus = {}
+    for _, c in ipairs(core.pus) do
+      if left[c] then
+        pus[#pus + 1] = c
+        left[c] = nil
+      end
     end
+    if #pus > 0 then out[#out + 1] = pus end
+  end
+  for _, c in ipairs(cpus.copy(list)) do
+    if left[c] then out[#out + 1] = { c } end
+  end
+  return out
+end
+
+-- R for m never-frozen jobs of n, as a sorted list of whole cores: as many
+-- cores as the last m of n groups of the managed CPUs hold (at most all
+-- groups but one), no more than `want` cores (their threads) when given, the
+-- last ones in topology order of `within` (their homes) or of the managed CPUs.
+function M.share(snap, n, m, want, within)
+  local all = cores_of(snap, snap.cpus)
+  local groups = cpus.split(snap, math.min(n, #all))
+  local t = 0
+  for g = #groups, math.max(2, #groups - m + 1), -1 do
+    t = t + #cores_of(snap, groups[g])
+  end
+  if want and want < t then t = want end
+  local pool = within and cores_of(snap, within) or all
+  local r = {}
+  for i = #pool, math.max(1, #pool - t + 1), -1 do
+    for _, c in ipairs(pool[i]) do r[#r + 1] = c end
   end
   table.sort(r)
   return r
@@ -89,7 +124,7 @@ end
 
 --- plan(policy_plan, snap) -> steps, results, info (see the header).
 function M.plan(policy_plan, snap)
-  local kept, others, threads = {}, {}, 0
+  local kept, others, threads, homes = {}, {}, 0, {}
   local all = snap.jobs
   for i = 1, #all do
     local j = all[i]
@@ -97,6 +132,11 @@ function M.plan(policy_plan, snap)
       kept[#kept + 1] = j
       local t = math.tointeger(j.threads)
       threads = (threads and t and t > 0) and threads + t or nil
+      if homes and j.home then
+        for _, c in ipairs(j.home) do homes[#homes + 1] = c end
+      else
+        homes = nil                 -- one of them may run anywhere
+      end
     else
       others[#others + 1] = j
     end
@@ -107,8 +147,8 @@ function M.plan(policy_plan, snap)
     for i = 1, #kept do jobs[i] = { id = kept[i].id, cpus = snap.cpus } end
     return { { jobs = jobs } }
   end
-  local r = M.share(snap, #all, #kept, threads)
-  if #r == 0 then return policy_plan(snap) end    -- one CPU: nothing to keep apart
+  local r = M.share(snap, #all, #kept, threads, homes)
+  if #r == 0 then return policy_plan(snap) end    -- one core: nothing to keep apart
   local view = {}
   for k, v in pairs(snap) do view[k] = v end
   view.cpus = cpus.minus(snap.cpus, r)

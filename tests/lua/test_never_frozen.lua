@@ -100,6 +100,63 @@ check("a never-frozen job keeps no more cpus than it has threads: the others get
   return r == "7", ("kept on %s"):format(tostring(r))
 end)
 
+-- a node of 8 cores of 2 hardware threads, siblings i and i + 8 (as Linux
+-- numbers them on most x86 machines), one LLC; jobs as given
+local function smt_snapshot(jobs)
+  local cores, all = {}, {}
+  for i = 0, 7 do cores[#cores + 1] = { index = i + 1, pus = { i, i + 8 }, llc = 1, numa = 1, package = 1 } end
+  for c = 0, 15 do all[#all + 1] = c end
+  local list = {}
+  for i, j in ipairs(jobs) do
+    list[i] = { id = i, name = "j" .. i, threads = j.threads or 8, priority = 0, runs = 0, waited = 0.0,
+                quanta_run = 0, quanta_frozen = 0, cpu_time = 0, frozen = false, cpus = j.home or all,
+                home = j.home, never_frozen = j.never_frozen }
+  end
+  return fake.ro { api = 1, epoch = 1, now = 0, quantum = 0.1, params = {}, cpus = all,
+                   topology = { cores = cores, llcs = { { index = 1, cpus = all, size = 1 << 25, level = 3 } },
+                                numa = { { index = 1, os_index = 0, cpus = all, size = 1 << 30 } } },
+                   jobs = list }
+end
+
+-- every core wholly in r or wholly out of it
+local function whole_cores(r)
+  local s = cpus.set(r)
+  for i = 0, 7 do
+    if (s[i] or false) ~= (s[i + 8] or false) then return false end
+  end
+  return true
+end
+
+check("hyperthreads: R is whole cores, its size counted in cores, capped by the job's threads in cores", function()
+  local snap = smt_snapshot { { never_frozen = true }, {} }
+  local r = nf.share(snap, 2, 1, 8)
+  local capped = nf.share(snap, 2, 1, 2)
+  return whole_cores(r) and #r == 8 and whole_cores(capped) and #capped == 4,
+    ("R %s, capped at 2 cores %s"):format(cpus.format(r), cpus.format(capped))
+end)
+
+check("hyperthreads, more jobs than cores: R is one whole core", function()
+  local jobs = { { never_frozen = true } }
+  for i = 2, 20 do jobs[i] = {} end
+  local r = nf.share(smt_snapshot(jobs), 20, 1, 8)
+  return whole_cores(r) and #r == 2, cpus.format(r)
+end)
+
+check("R within the never-frozen job's own cpus (job.home): a step of 2 cores on 8 keeps its own", function()
+  local snap = smt_snapshot { { never_frozen = true, threads = 2, home = { 0, 1, 8, 9 } }, {}, {} }
+  local p = fake.load_policy(srcdir, "tft")
+  local plan = nf.plan(p.plan, snap)
+  local ok, err = fake.validate(snap, plan)
+  if not ok then return false, err end
+  for _, step in ipairs(plan) do
+    for _, e in ipairs(step.jobs) do
+      if e.id == 1 and cpus.format(e.cpus) ~= "0-1,8-9" then return false, "kept on " .. cpus.format(e.cpus) end
+      if e.id ~= 1 and cpus.overlap(e.cpus, { 0, 1, 8, 9 }) > 0 then return false, "job " .. e.id .. " on " .. cpus.format(e.cpus) end
+    end
+  end
+  return true
+end)
+
 check("every job never frozen: one step, all on all cpus, the policy not called", function()
   local node = fake.node { cores = 4 }
   node:add { never_frozen = true }
