@@ -44,7 +44,11 @@ this_cpu_profile() {
 #                             test-software: in every step where a job used
 #                             >= MIN s of CPU (whatever its state), its
 #                             task-clock (metric "instructions", ns) is within
-#                             TOL (relative) of cpu_s; where it was frozen,
+#                             TOL (relative) of cpu_s, or 0.08 s (the two are
+#                             read one after the other: on a busy host 0.319
+#                             against 0.291 s and 0.317 against 0.276 s were
+#                             seen in a 0.3 s step; slowplan's plan(), which the
+#                             counts must not cover, takes 0.26 s); where it was frozen,
 #                             <= 0.03 s; every job has such a step (and, with
 #                             "frozen", a frozen one).  With "total", each
 #                             job's sums over those steps are compared instead:
@@ -97,8 +101,8 @@ if what == "cpu":
                     fail("step %d: job %s was frozen but counted %.4f s of task-clock" % (s["seq"], j["name"], tc))
                 froze[j["name"]] = froze.get(j["name"], 0) + 1
             else:
-                if not total and abs(tc - j["cpu_s"]) > tol * j["cpu_s"]:
-                    fail("step %d: job %s: task-clock %.4f s, engine's cpu_s %.4f s: more than %g%% apart"
+                if not total and abs(tc - j["cpu_s"]) > max(tol * j["cpu_s"], 0.08):
+                    fail("step %d: job %s: task-clock %.4f s, engine's cpu_s %.4f s: more than %g%% (and 0.08 s) apart"
                          % (s["seq"], j["name"], tc, j["cpu_s"], 100 * tol))
                 a, b = sums.get(j["name"], (0, 0))
                 sums[j["name"]] = (a + tc, b + j["cpu_s"])
