@@ -41,6 +41,11 @@ hsplit(snap, k [, within])
 
 numa_nodes(snap, within) -> { { numa = index|false, cpus }, ... } in NUMA order.
 
+units(snap, level, within) -> { {cpus...}, ... }
+    The CPUs of the list within grouped by level ("llc", "numa", "core" or
+    "pu"), one group per unit, in topology order (nil when a core has no
+    such domain).
+
 copy(list), set(list), count(list, set), overlap(a, b), union(a, b), minus(a, b),
 format(list)
     See each function below.
@@ -121,9 +126,9 @@ function M.format(list)
   return table.concat(parts, ",")
 end
 
--- Units of a level, in topology order: { {cpus...}, ... }, or nil when the
--- level does not apply (a core without that domain).
-local function units_of(snap, level, within)
+--- Units of a level, in topology order: { {cpus...}, ... }, or nil when the
+--- level does not apply (a core without that domain).
+function M.units(snap, level, within)
   local units, byid = {}, {}
   local keep = M.set(within)
   if level == "pu" then
@@ -296,15 +301,15 @@ function M.split(snap, k, by, within)
   local finest                            -- deviation of a cut between cores
   for i = first, #levels do
     local level = levels[i]
-    local units = units_of(snap, level, within)
+    local units = M.units(snap, level, within)
     if units and #units >= k and (level ~= "llc" and level ~= "numa" or #units > 1) then
       local groups = cut(units, k)
       if by ~= "auto" or level == "core" or level == "pu" then
         return groups, level
       end
       if not finest then
-        local cores = units_of(snap, "core", within)
-        if #cores < k then cores = units_of(snap, "pu", within) end
+        local cores = M.units(snap, "core", within)
+        if #cores < k then cores = M.units(snap, "pu", within) end
         finest = maxdev(cut(cores, k), k)
       end
       local dev, ideal = maxdev(groups, k)

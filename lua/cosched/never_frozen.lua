@@ -68,39 +68,19 @@ local M = {}
 
 local rawlen, rawget, next, type = rawlen, rawget, next, type
 
--- The cores of a CPU list, in topology order: { {pu, ...}, ... } (only the
--- PUs of the list; a CPU of no listed core counts as a core of its own).
-local function cores_of(snap, list)
-  local left, out = cpus.set(list), {}
-  for _, core in ipairs(snap.topology.cores) do
-    local pus = {}
-    for _, c in ipairs(core.pus) do
-      if left[c] then
-        pus[#pus + 1] = c
-        left[c] = nil
-      end
-    end
-    if #pus > 0 then out[#out + 1] = pus end
-  end
-  for _, c in ipairs(cpus.copy(list)) do
-    if left[c] then out[#out + 1] = { c } end
-  end
-  return out
-end
-
 -- R for m never-frozen jobs of n, as a sorted list of whole cores: as many
 -- cores as the last m of n groups of the managed CPUs hold (at most all
 -- groups but one), no more than `want` cores (their threads) when given, the
 -- last ones in topology order of `within` (their homes) or of the managed CPUs.
 function M.share(snap, n, m, want, within)
-  local all = cores_of(snap, snap.cpus)
+  local all = cpus.units(snap, "core", snap.cpus)
   local groups = cpus.split(snap, math.min(n, #all))
   local t = 0
   for g = #groups, math.max(2, #groups - m + 1), -1 do
-    t = t + #cores_of(snap, groups[g])
+    t = t + #cpus.units(snap, "core", groups[g])
   end
   if want and want < t then t = want end
-  local pool = within and cores_of(snap, within) or all
+  local pool = within and cpus.units(snap, "core", within) or all
   local r = {}
   for i = #pool, math.max(1, #pool - t + 1), -1 do
     for _, c in ipairs(pool[i]) do r[#r + 1] = c end

@@ -49,8 +49,7 @@ submit() {
 wait_all() {
     local id
     for id in "$@"; do
-        wait_for 600 "case \$(slurm_job_state $id) in COMPLETED|FAILED|CANCELLED|TIMEOUT|GONE) true ;; *) false ;; esac" ||
-            { echo "neverfrozen: job $id did not end" >&2; return 1; }
+        slurm_wait_gone "$id" 600 || { echo "neverfrozen: job $id did not end" >&2; return 1; }
     done
 }
 

@@ -62,8 +62,7 @@ wait_all() {
     local id
     for id in "$@"; do
         [[ $id =~ ^[0-9]+$ ]] || { echo "slurmgang: sbatch gave no job id ('$id')" >&2; return 1; }
-        wait_for 3600 "case \$(slurm_job_state $id) in COMPLETED|FAILED|CANCELLED|TIMEOUT|GONE) true ;; *) false ;; esac" ||
-            { echo "slurmgang: job $id did not end" >&2; return 1; }
+        slurm_wait_gone "$id" 3600 || { echo "slurmgang: job $id did not end" >&2; return 1; }
     done
 }
 

@@ -135,6 +135,28 @@ wait_for() {
 
 # ------------------------------------------------------------------ /proc
 
+# expand_cpus LIST: "0-2,5" -> "0 1 2 5"
+expand_cpus() {
+    local r out=() i
+    IFS=, read -ra rs <<< "$1"
+    for r in "${rs[@]}"; do
+        if [[ $r == *-* ]]; then
+            for ((i = ${r%-*}; i <= ${r#*-}; i++)); do out+=("$i"); done
+        else
+            out+=("$r")
+        fi
+    done
+    echo "${out[*]}"
+}
+
+# disjoint LIST1 LIST2: no cpu in both
+disjoint() {
+    local c d
+    for c in $(expand_cpus "$1"); do
+        for d in $(expand_cpus "$2"); do [ "$c" != "$d" ] || return 1; done
+    done
+}
+
 # task_cpus PID: the Cpus_allowed_list of every thread of PID, unique, sorted
 # (one line when all threads agree).  Nothing when PID is gone.
 task_cpus() {
