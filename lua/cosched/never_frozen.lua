@@ -32,11 +32,15 @@ policy need not and should not):
      apart in time that the engine cannot freeze, and the engine accepts
      their overlap).
   2. The policy plans the other jobs on the rest: it is called with a view
-     of the snapshot whose cpus are the managed CPUs minus R and whose jobs
-     leave the never-frozen ones out (every other field is the snapshot's,
-     the topology too).  Its selections (cosched.rotation, ageing, pairing)
-     rotate the others in the cores left; none of them sees a job that is
-     not its to schedule.
+     of the snapshot whose cpus are the managed CPUs minus R, whose jobs
+     leave the never-frozen ones out, and whose topology is cut to those
+     CPUs as the snapshot's is cut to the managed ones (cores and LLCs
+     without one left out, the rest numbered from 1 again, every NUMA node
+     kept with its cpus cut); every other field is the snapshot's.  So a
+     policy that splits by LLC (characterization's per-LLC domains, LCA's
+     pairs) counts the LLCs it may use, not the node's.  Its selections
+     (cosched.rotation, ageing, pairing) rotate the others in the cores
+     left; none of them sees a job or a CPU that is not its to schedule.
   3. Every step it returns gets the never-frozen jobs added, on R.  Its
      results and info are passed on as they are.
 
@@ -59,7 +63,8 @@ limit (at most 10 s) is never frozen too: its arrival and the answer each
 move the other jobs' cores once.
 
 Cost: only when a never-frozen job is live: one pass over the jobs, one
-split of the managed CPUs, a copy of each step's job list.
+split of the managed CPUs, one copy of the topology cut to the CPUs left, a
+copy of each step's job list.
 ]]
 
 local cpus = require "cosched.cpus"
@@ -102,6 +107,53 @@ local function with_kept(st, kept, r)
   return out
 end
 
+-- The topology `topo` cut to the CPUs of the set `keep`, as the engine cuts
+-- the node's to the managed CPUs (cosched-policy(7) SNAPSHOT): cores and
+-- LLCs holding none of them are left out and the others numbered from 1
+-- again (core.llc follows its LLC), every NUMA node is kept with its cpus
+-- cut; every other field (sizes, levels, packages, os_index) as it is.
+local function cut_topology(topo, keep)
+  local function within(list)
+    local out = {}
+    for _, c in ipairs(list or {}) do
+      if keep[c] then out[#out + 1] = c end
+    end
+    return out
+  end
+  local function copy(t)
+    local out = {}
+    for k, v in pairs(t) do out[k] = v end
+    return out
+  end
+  local llcs, renumbered = {}, {}
+  for i, l in ipairs(topo.llcs or {}) do
+    local c = within(l.cpus)
+    if #c > 0 then
+      local n = copy(l)
+      n.cpus, n.index = c, #llcs + 1
+      llcs[n.index], renumbered[i] = n, n.index
+    end
+  end
+  local numa = {}
+  for i, d in ipairs(topo.numa or {}) do
+    numa[i] = copy(d)
+    numa[i].cpus = within(d.cpus)
+  end
+  local cores = {}
+  for _, core in ipairs(topo.cores or {}) do
+    local p = within(core.pus)
+    if #p > 0 then
+      local n = copy(core)
+      n.pus, n.index = p, #cores + 1
+      if core.llc ~= nil then n.llc = renumbered[core.llc] end
+      cores[n.index] = n
+    end
+  end
+  local out = copy(topo)
+  out.cores, out.llcs, out.numa = cores, llcs, numa
+  return out
+end
+
 --- plan(policy_plan, snap) -> steps, results, info (see the header).
 function M.plan(policy_plan, snap)
   local kept, others, threads, homes = {}, {}, 0, {}
@@ -133,6 +185,7 @@ function M.plan(policy_plan, snap)
   for k, v in pairs(snap) do view[k] = v end
   view.cpus = cpus.minus(snap.cpus, r)
   view.jobs = others
+  if snap.topology then view.topology = cut_topology(snap.topology, cpus.set(view.cpus)) end
   local steps, results, info = policy_plan(view)
   if type(steps) ~= "table" then return steps, results, info end
   local out = {}

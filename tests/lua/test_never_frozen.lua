@@ -73,13 +73,13 @@ local function run(name, cores, llcs, specs, epochs)
 end
 
 for _, name in ipairs(slicers()) do
-  for _, shape in ipairs({ { 2, 1 }, { 8, 2 } }) do
+  for _, shape in ipairs({ { 2, 1 }, { 8, 2 }, { 16, 4 } }) do
     local cores, llcs = shape[1], shape[2]
     check(("%s on %d cores: one never-frozen job of four runs in every step on cores no other job gets, the others all run"):format(name, cores), function()
       local specs = { { class = "S" }, { class = "C", never_frozen = true }, { class = "N" }, {} }
       local err, q, r = run(name, cores, llcs, specs, 40)
       if err then return false, err end
-      local want = cores == 2 and "1" or "6-7"        -- a quarter of the node, the last cores
+      local want = ({ [2] = "1", [8] = "6-7", [16] = "12-15" })[cores]   -- a quarter of the node, the last cores
       for id = 1, 4 do
         if q[id] == 0 then return false, ("job %d never ran"):format(id) end
       end
@@ -155,6 +155,44 @@ check("R within the never-frozen job's own cpus (job.home): a step of 2 cores on
     end
   end
   return true
+end)
+
+check("the view's topology holds only the view's cpus: cores and LLCs cut and numbered again, every NUMA node kept", function()
+  local node = fake.node { cores = 16, llcs = 4, numa = 4 }
+  node:add { never_frozen = true, threads = 4 }
+  for _ = 1, 3 do node:add { threads = 4 } end
+  local seen
+  nf.plan(function(view) seen = view return {} end, node:snapshot({}))
+  local t, mine = seen.topology, cpus.set(seen.cpus)
+  if #t.cores ~= 12 or #t.llcs ~= 3 or #t.numa ~= 4 or #t.numa[4].cpus ~= 0 then
+    return false, ("%d cores, %d llcs, %d numa (want 12, 3, 4; the last with no cpus)"):format(#t.cores, #t.llcs, #t.numa)
+  end
+  for i, core in ipairs(t.cores) do
+    local llc = t.llcs[core.llc]
+    if core.index ~= i or not llc or cpus.overlap(core.pus, llc.cpus) ~= #core.pus then
+      return false, ("core %d: index %s, llc %s"):format(i, tostring(core.index), tostring(core.llc))
+    end
+    for _, c in ipairs(core.pus) do
+      if not mine[c] then return false, ("core %d holds cpu %d, not the view's"):format(i, c) end
+    end
+  end
+  for i, l in ipairs(t.llcs) do
+    if l.index ~= i or cpus.overlap(l.cpus, seen.cpus) ~= #l.cpus then return false, ("llc %d: %s"):format(i, cpus.format(l.cpus)) end
+  end
+  return true
+end)
+
+check("flca with one LLC kept: the three new jobs are characterized at once, each in its own LLC", function()
+  local node = fake.node { cores = 16, llcs = 4, numa = 4 }
+  node:add { never_frozen = true, threads = 4 }
+  for _ = 1, 3 do node:add { threads = 4 } end
+  local p, params = fake.load_policy(srcdir, "flca")
+  local plan = nf.plan(p.plan, node:snapshot(params))
+  local on = {}
+  for _, ent in ipairs(plan[1].jobs) do on[#on + 1] = ent.id .. "@" .. cpus.format(ent.cpus) end
+  table.sort(on)
+  local got = table.concat(on, " ")
+  return got == "1@12-15 2@0-3 3@4-7 4@8-11", got
 end)
 
 check("every job never frozen: one step, all on all cpus, the policy not called", function()
