@@ -37,10 +37,11 @@ policy need not and should not):
      CPUs as the snapshot's is cut to the managed ones (cores and LLCs
      without one left out, the rest numbered from 1 again, every NUMA node
      kept with its cpus cut); every other field is the snapshot's.  So a
-     policy that splits by LLC (characterization's per-LLC domains, LCA's
-     pairs) counts the LLCs it may use, not the node's.  Its selections
-     (cosched.rotation, ageing, pairing) rotate the others in the cores
-     left; none of them sees a job or a CPU that is not its to schedule.
+     policy that counts LLCs (cosched.characterize's per-LLC domains,
+     cachefair's slots) counts those it may use, not the node's.  Its selections (cosched.rotation, ageing, pairing)
+     rotate the others in the cores left; none of them sees a job that is
+     not its to schedule (the other jobs' own lists - cpus, home, last.cpus
+     - may still name CPUs of R).
   3. Every step it returns gets the never-frozen jobs added, on R.  Its
      results and info are passed on as they are.
 

@@ -157,29 +157,86 @@ check("R within the never-frozen job's own cpus (job.home): a step of 2 cores on
   return true
 end)
 
-check("the view's topology holds only the view's cpus: cores and LLCs cut and numbered again, every NUMA node kept", function()
+-- what is wrong with a view's topology, or nil: it must be the node's
+-- (`full`) cut to the view's cpus as the engine cuts it to the managed ones
+-- (cosched-policy(7) SNAPSHOT): cores and LLCs with none of them left out,
+-- the rest numbered by position (core.llc following its LLC), every NUMA
+-- node kept with its cpus cut
+local function cut_wrong(view, full)
+  local t, mine, seen = view.topology, cpus.set(view.cpus), {}
+  if #t.numa ~= #full.numa then return ("%d numa nodes of %d"):format(#t.numa, #full.numa) end
+  for i, core in ipairs(t.cores) do
+    local llc, node = t.llcs[core.llc], t.numa[core.numa]
+    if core.index ~= i then return ("core %d has index %s"):format(i, tostring(core.index)) end
+    if #core.pus == 0 then return ("core %d has no cpu"):format(i) end
+    if not llc or cpus.overlap(core.pus, llc.cpus) ~= #core.pus then
+      return ("core %d (%s) in llc %s of other cpus"):format(i, cpus.format(core.pus), tostring(core.llc))
+    end
+    if not node or cpus.overlap(core.pus, node.cpus) ~= #core.pus then
+      return ("core %d (%s) in numa node %s of other cpus"):format(i, cpus.format(core.pus), tostring(core.numa))
+    end
+    for _, c in ipairs(core.pus) do
+      if not mine[c] then return ("core %d holds cpu %d, not the view's"):format(i, c) end
+      seen[#seen + 1] = c
+    end
+  end
+  if cpus.format(seen) ~= cpus.format(view.cpus) then return "the cores hold " .. cpus.format(seen) end
+  for i, l in ipairs(t.llcs) do
+    if l.index ~= i or #l.cpus == 0 or cpus.overlap(l.cpus, view.cpus) ~= #l.cpus then
+      return ("llc %d: index %s, cpus %s"):format(i, tostring(l.index), cpus.format(l.cpus))
+    end
+  end
+  for i, d in ipairs(t.numa) do
+    local want = cpus.format(cpus.minus(full.numa[i].cpus, cpus.minus(full.numa[i].cpus, view.cpus)))
+    if cpus.format(d.cpus) ~= want or d.os_index ~= full.numa[i].os_index then
+      return ("numa node %d: cpus %s (want %s)"):format(i, cpus.format(d.cpus), want)
+    end
+  end
+end
+
+check("the view's topology is the node's cut to the view's cpus (R the last LLC): cores and LLCs left out, every NUMA node kept", function()
   local node = fake.node { cores = 16, llcs = 4, numa = 4 }
   node:add { never_frozen = true, threads = 4 }
   for _ = 1, 3 do node:add { threads = 4 } end
+  local snap, seen = node:snapshot({}), nil
+  nf.plan(function(view) seen = view return {} end, snap)
+  local t = seen.topology
+  local err = cut_wrong(seen, snap.topology)
+  if err then return false, err end
+  return #t.cores == 12 and #t.llcs == 3 and #t.numa[4].cpus == 0,
+    ("%d cores, %d llcs (want 12, 3), numa 4 holds %s"):format(#t.cores, #t.llcs, cpus.format(t.numa[4].cpus))
+end)
+
+check("the view's topology when R is the first LLC (the never-frozen job's home), with hyperthreads: numbered again", function()
+  -- 8 cores of 2 hardware threads (siblings i, i + 8), 4 LLCs of 2 cores, 2 NUMA nodes of 4
+  local cores, llcs, all = {}, {}, {}
+  for i = 0, 7 do
+    local l = i // 2 + 1
+    cores[#cores + 1] = { index = i + 1, pus = { i, i + 8 }, llc = l, numa = i // 4 + 1, package = i // 4 + 1 }
+    llcs[l] = llcs[l] or { index = l, cpus = {}, size = 1 << 24, level = 3 }
+    table.insert(llcs[l].cpus, i)
+    table.insert(llcs[l].cpus, i + 8)
+  end
+  for c = 0, 15 do all[#all + 1] = c end
+  for _, l in ipairs(llcs) do table.sort(l.cpus) end
+  local numa = { { index = 1, os_index = 0, cpus = { 0, 1, 2, 3, 8, 9, 10, 11 }, size = 1 << 30 },
+                 { index = 2, os_index = 1, cpus = { 4, 5, 6, 7, 12, 13, 14, 15 }, size = 1 << 30 } }
+  local jobs = {}
+  for i = 1, 3 do
+    jobs[i] = { id = i, name = "j" .. i, threads = 4, priority = 0, runs = 0, waited = 0.0, quanta_run = 0,
+                quanta_frozen = 0, cpu_time = 0, frozen = false, cpus = all }
+  end
+  jobs[1].never_frozen, jobs[1].home, jobs[1].cpus = true, { 0, 1, 8, 9 }, { 0, 1, 8, 9 }
+  local snap = fake.ro { api = 1, epoch = 1, now = 0, quantum = 0.1, params = {}, cpus = all,
+                         topology = { cores = cores, llcs = llcs, numa = numa }, jobs = jobs }
   local seen
-  nf.plan(function(view) seen = view return {} end, node:snapshot({}))
-  local t, mine = seen.topology, cpus.set(seen.cpus)
-  if #t.cores ~= 12 or #t.llcs ~= 3 or #t.numa ~= 4 or #t.numa[4].cpus ~= 0 then
-    return false, ("%d cores, %d llcs, %d numa (want 12, 3, 4; the last with no cpus)"):format(#t.cores, #t.llcs, #t.numa)
-  end
-  for i, core in ipairs(t.cores) do
-    local llc = t.llcs[core.llc]
-    if core.index ~= i or not llc or cpus.overlap(core.pus, llc.cpus) ~= #core.pus then
-      return false, ("core %d: index %s, llc %s"):format(i, tostring(core.index), tostring(core.llc))
-    end
-    for _, c in ipairs(core.pus) do
-      if not mine[c] then return false, ("core %d holds cpu %d, not the view's"):format(i, c) end
-    end
-  end
-  for i, l in ipairs(t.llcs) do
-    if l.index ~= i or cpus.overlap(l.cpus, seen.cpus) ~= #l.cpus then return false, ("llc %d: %s"):format(i, cpus.format(l.cpus)) end
-  end
-  return true
+  nf.plan(function(view) seen = view return {} end, snap)
+  local err = cut_wrong(seen, snap.topology)
+  if err then return false, err end
+  local t = seen.topology
+  return cpus.format(seen.cpus) == "2-7,10-15" and #t.llcs == 3 and t.cores[1].llc == 1
+    and cpus.format(t.llcs[1].cpus) == "2-3,10-11" and cpus.format(t.numa[1].cpus) == "2-3,10-11",
+    ("view %s, %d llcs, core 1 in llc %s"):format(cpus.format(seen.cpus), #t.llcs, tostring(t.cores[1].llc))
 end)
 
 check("flca with one LLC kept: the three new jobs are characterized at once, each in its own LLC", function()
