@@ -594,6 +594,58 @@ EOF
     ! grep -vE "ncpus 4 cpus 4$" <<<"$output"
 }
 
+@test "simulate: cosched.fair_lp, the policies' linear program - a case solved by hand, no solution, bad arguments named" {
+    requires glpk
+    # policy: tests/policies/fairlp.lua; the hand case is the bound's two-job one above (fair: the pair
+    # 5/7 of the time, y alone 2/7)
+    simulate --node paper001 --apps table2 --mix jacobi --policy-path "$COSCHED_SRCDIR/tests/policies" \
+        --policy fairlp -v
+    [ "$status" -eq 0 ] || { echo "$output $stderr"; return 1; }
+    echo "$stderr" | grep "fair_lp"
+    assert_contains "$stderr" "fair_lp present true"
+    assert_contains "$stderr" "fair_lp hand x 0.000000 0.285714 0.714286"
+    assert_contains "$stderr" "fair_lp perjob x 0.000000 0.285714 0.714286"
+    assert_contains "$stderr" "fair_lp infeasible nil infeasible"
+    assert_contains "$stderr" "fair_lp string error $COSCHED_SRCDIR/tests/policies/fairlp.lua:5: cosched.fair_lp: rates[1][2] is string, expected a number from 0 to 1e6"
+    assert_contains "$stderr" "fair_lp nan error $COSCHED_SRCDIR/tests/policies/fairlp.lua:5: cosched.fair_lp: rates[1][2] is out of range"
+    assert_contains "$stderr" "fair_lp ragged error $COSCHED_SRCDIR/tests/policies/fairlp.lua:5: cosched.fair_lp: rates[2] is a list of another length"
+    assert_contains "$stderr" "fair_lp floorlen error $COSCHED_SRCDIR/tests/policies/fairlp.lua:5: cosched.fair_lp: floor has 1 numbers, expected 2"
+    assert_contains "$stderr" "fair_lp empty error $COSCHED_SRCDIR/tests/policies/fairlp.lua:5: cosched.fair_lp: rates is empty"
+    assert_contains "$stderr" "fair_lp negfloor error $COSCHED_SRCDIR/tests/policies/fairlp.lua:5: cosched.fair_lp: floor is out of range"
+    assert_contains "$stderr" "fair_lp big error $COSCHED_SRCDIR/tests/policies/fairlp.lua:5: cosched.fair_lp: 300 configurations of 64 jobs, expected 1 to 64 jobs and at most 16384 rates"
+}
+
+@test "simulate: flca at n = K - a job every partner slows runs alone part of the time, at its gang share; the total nears the fair bound" {
+    requires glpk
+    # jacobi (S), doitgen (N), trmm (C), stream (S): trmm keeps about a quarter of its speed beside
+    # stream or jacobi.  One pairing in equal rounds (schedule = matching) ran {jacobi, doitgen} and
+    # {stream, trmm}, trmm at half its gang share; the fair program runs trmm alone a quarter of the
+    # time and doitgen beside both S apps (the bound's own schedule)
+    simulate --node paper001 --apps table2 --mix jacobi,doitgen,trmm,stream --window 420 --json --bound \
+        --policy gang,flca,flca:schedule=matching
+    [ "$status" -eq 0 ] || { echo "$stderr"; return 1; }
+    echo "$output" > fair.json
+    run python3 - fair.json <<'EOF2'
+import json, sys
+d = json.load(open(sys.argv[1]))
+b = d["bound"]
+st = b["standalone"]
+gang = {j["id"]: j["throughput"] for j in d["results"][0]["jobs"]}
+for r in d["results"]:
+    y = {j["id"]: j["throughput"] / st[str(j["id"])] for j in r["jobs"]}
+    g = {j["id"]: j["throughput"] / gang[j["id"]] for j in r["jobs"]}
+    print(r["policy"], "total %.3f of fair %.3f" % (sum(y.values()), b["fair"]["value"]),
+          "per job of gang", " ".join("%.2f" % g[i] for i in sorted(g)))
+    if r["policy"] == "flca":
+        assert min(g.values()) >= 0.9, g
+        assert sum(y.values()) >= 0.95 * b["fair"]["value"], sum(y.values())
+    if r["policy"] == "flca:schedule=matching":
+        assert g[3] < 0.6, g          # what the fair program mends
+EOF2
+    echo "$output"
+    [ "$status" -eq 0 ]
+}
+
 @test "simulate: NUMA - a job whose memory is on the other node makes remote accesses" {
     printf 'jacobi home=1\n' > w.txt
     mkdir -p pol

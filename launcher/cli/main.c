@@ -8,6 +8,7 @@
 #include "core/util.h"
 #include "policy/policy.h"
 #include "counters/counters.h"
+#include "sim/sim.h"
 #include "cli/cli.h"
 
 static const struct {
@@ -44,6 +45,10 @@ int main(int argc, char **argv)
         printf("cosched %s (policy API %d)\n", PACKAGE_VERSION, CS_POLICY_API);
         return 0;
     }
+    /* policies' cosched.fair_lp: GLPK's simplex, when built with it */
+    char why[160];
+    if (cs_lp_available(why, sizeof why))
+        cs_policy_set_lp(cs_lp_fair);
     size_t ncmd = sizeof commands / sizeof commands[0];
     const char *names[sizeof commands / sizeof commands[0]];
     for (size_t i = 0; i < ncmd; i++)

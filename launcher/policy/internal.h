@@ -148,6 +148,10 @@ int pol_setup_sandbox(lua_State *L);
 int pol_panic(lua_State *L);
 void pol_warnf(void *ud, const char *msg, int tocont);
 
+/* fairlp.c: cosched.fair_lp into the library table at the stack top, when a
+ * solver was given (cs_policy_set_lp). */
+void pol_add_fair_lp(lua_State *L);
+
 /* clib.c: wrap the string and table functions that can loop for long in
  * one call, in the libraries of the global table (stack top). */
 void pol_bound_clib(lua_State *L);

@@ -58,6 +58,15 @@ int cs_policy_shares_cpus(const struct cs_policy *p);
  * (200 million), seconds per plan() call (min(max(quantum, 0.05), 1.0));
  * loading and init() get max(seconds, 1.0).  Call before cs_policy_load(). */
 void cs_policy_limits(size_t mem_bytes, uint64_t instructions, double seconds);
+/* The solver behind cosched.fair_lp (cosched-policy(7)): maximise
+ * sum_c (sum_j r[c * nj + j]) x[c] over x >= 0, sum x = 1, with every job's
+ * sum_c r[c * nj + j] x[c] >= floor_[j]; 0 with x[nc] set, -1 when no such x
+ * exists, -2 when the solver failed; silently.  The policy layer has none of its own:
+ * cosched's main gives it GLPK's (sim/lp.c) when built with GLPK; without
+ * one (the default) policies do not get the function.  Set it before
+ * cs_policy_load(). */
+typedef int (*cs_policy_lp_fn)(int nj, int nc, const double *r, const double *floor_, double *x);
+void cs_policy_set_lp(cs_policy_lp_fn fn);
 /* Ask for a plan; 0 and *plan filled and validated, or -1 after reporting
  * the failure (file:line) - the caller then runs its fallback plan.  It
  * reads e (the snapshot) and writes nothing but p and *plan. */

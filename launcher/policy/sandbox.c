@@ -355,6 +355,7 @@ int pol_setup_sandbox(lua_State *L)
     pol_bound_clib(L);
 
     luaL_newlib(L, cosched_lib);
+    pol_add_fair_lp(L);
     lua_pushinteger(L, CS_POLICY_API);
     lua_setfield(L, -2, "api");
     lua_pushstring(L, PACKAGE_VERSION);

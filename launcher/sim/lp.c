@@ -12,6 +12,10 @@
  *   row 1+j   sum_c r_cj x_c (- t)    free (TOTAL), >= floor[j] (FAIR), >= 0 (MAXMIN)
  *   objective sum_c (sum_j r_cj) x_c  (TOTAL, FAIR), or t (MAXMIN); maximised
  *
+ * cs_lp_fair() is the FAIR program for policies (cosched.fair_lp, through
+ * cs_policy_set_lp(), which cli/main.c calls): the same program, no message
+ * on failure (the policy is told and chooses another plan).
+ *
  * GLPK writes to stdout, which belongs to the JSON document: its terminal
  * output is turned off.  Its tolerances are the defaults (primal 1e-7): an
  * optimum is within about 1e-7 of the exact one.
@@ -31,8 +35,9 @@ int cs_lp_available(char *why, size_t len)
     return 1;
 }
 
-int cs_lp_bound(enum cs_lp_kind kind, int nj, int nc, const double *r, const double *floor_, double *value,
-                double *x, double *y)
+/* The program of kind; y may be NULL; quiet: no message on failure. */
+static int solve(enum cs_lp_kind kind, int nj, int nc, const double *r, const double *floor_, double *value,
+                 double *x, double *y, int quiet)
 {
     int maxmin = kind == CS_LP_MAXMIN, ncols = nc + maxmin, rc = -1;
     size_t nz = (size_t)nc * (nj + 1) + (maxmin ? nj : 0);
@@ -77,17 +82,20 @@ int cs_lp_bound(enum cs_lp_kind kind, int nj, int nc, const double *r, const dou
     parm.presolve = GLP_ON;
     int err = glp_simplex(lp, &parm);
     if (err == GLP_ENOPFS || (!err && glp_get_status(lp) == GLP_NOFEAS)) {
-        cs_err("bound: the linear program has no feasible solution (a job cannot get its floor)");
+        if (!quiet)
+            cs_err("bound: the linear program has no feasible solution (a job cannot get its floor)");
         goto out;
     }
     if (err || glp_get_status(lp) != GLP_OPT) {
-        cs_err("bound: GLPK's simplex failed (glp_simplex %d, status %d)", err, glp_get_status(lp));
+        rc = -2;
+        if (!quiet)
+            cs_err("bound: GLPK's simplex failed (glp_simplex %d, status %d)", err, glp_get_status(lp));
         goto out;
     }
     *value = glp_get_obj_val(lp);
     for (int c = 0; c < nc; c++)
         x[c] = glp_get_col_prim(lp, 1 + c);
-    for (int j = 0; j < nj; j++) {
+    for (int j = 0; y && j < nj; j++) {
         y[j] = 0;
         for (int c = 0; c < nc; c++)
             y[j] += x[c] * r[(size_t)c * nj + j];
@@ -99,6 +107,19 @@ out:
     free(ja);
     free(ar);
     return rc;
+}
+
+int cs_lp_bound(enum cs_lp_kind kind, int nj, int nc, const double *r, const double *floor_, double *value,
+                double *x, double *y)
+{
+    return solve(kind, nj, nc, r, floor_, value, x, y, 0);
+}
+
+int cs_lp_fair(int nj, int nc, const double *r, const double *floor_, double *x)
+{
+    double value;
+
+    return solve(CS_LP_FAIR, nj, nc, r, floor_, &value, x, NULL, 1);
 }
 
 #else
@@ -113,6 +134,12 @@ int cs_lp_bound(enum cs_lp_kind kind, int nj, int nc, const double *r, const dou
                 double *x, double *y)
 {
     cs_err("bound: this cosched was built without GLPK (install libglpk-dev and run configure again)");
+    return -1;
+}
+
+int cs_lp_fair(int nj, int nc, const double *r, const double *floor_, double *x)
+{
+    (void)nj, (void)nc, (void)r, (void)floor_, (void)x;
     return -1;
 }
 

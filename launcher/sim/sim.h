@@ -87,7 +87,6 @@ struct cs_sim_node *cs_sim_node_load(const char *path);
 void cs_sim_node_free(struct cs_sim_node *n);
 /* "synthetic:pack:P numa:N(memory=..) l3:L(size=..) core:C pu:1"; caller frees. */
 char *cs_sim_node_synthetic(const struct cs_sim_node *n);
-
 struct cs_sim_apps *cs_sim_apps_load(const char *path);
 void cs_sim_apps_free(struct cs_sim_apps *a);
 const struct cs_sim_app *cs_sim_app_find(const struct cs_sim_apps *a, const char *name);
@@ -165,14 +164,15 @@ void cs_sim_configs_free(struct cs_sim_config *c, int n);
  *   CS_LP_TOTAL   maximise sum_j y_j
  *   CS_LP_FAIR    maximise sum_j y_j subject to y_j >= floor[j] for every j
  *   CS_LP_MAXMIN  maximise t subject to y_j >= t for every j
- * 0 with *value, x[nc] and y[nj] set; -1 after cs_err() when the program is
- * infeasible, the solver fails, or cosched was built without GLPK
- * (cs_lp_available() says so beforehand, with the reason in why).
+ * 0 with *value, x[nc] and y[nj] set; -1 after cs_err() when infeasible, the solver
+ * fails or there is no GLPK (cs_lp_available() says so first, with why).  cs_lp_fair:
+ * CS_LP_FAIR for cosched.fair_lp, silent: -1 infeasible, -2 otherwise; x[nc] set.
  */
 enum cs_lp_kind { CS_LP_TOTAL, CS_LP_FAIR, CS_LP_MAXMIN };
 int cs_lp_available(char *why, size_t len);
 int cs_lp_bound(enum cs_lp_kind kind, int nj, int nc, const double *r, const double *floor_, double *value,
                 double *x, double *y);
+int cs_lp_fair(int nj, int nc, const double *r, const double *floor_, double *x);
 
 /*
  * The engine's host (engine/host.h, struct cs_host_ops): a host in virtual

@@ -272,7 +272,36 @@ Plan, every epoch:
   Round durations (round_time = age): when every ready job is selected
      (n = K) the rounds' durations are proportional to their jobs' mean
      age, within 0.5-1.5 of the even share (the epoch's length kept); the
-     default (equal) gives each round pair_quanta quanta.
+     default (equal) gives each round pair_quanta quanta.  The fair
+     schedule below, where it applies, takes the place of both.
+  The fair schedule (schedule = fair, the default): when every ready job
+     is selected (n = K) on one island (D = 1), no job is gang-only, no
+     characterization is pending, every selected job's speed is measured
+     against alone (tr.signal "ipc": counters) and every pair of them has
+     an estimate, the epoch is not one pairing in equal rounds but the time
+     fractions of the fair linear program (cosched.fair_lp, GLPK) over
+     every pair folded (its members at their est beside each other) and
+     every job alone on the whole budget (at 1): every job at least 1/n of
+     its progress alone - its gang share - plus its debt in the ledger
+     spread over DEBT_EPOCHS = 4 epochs (at most another 1/n), and the most
+     progress in all (`cosched simulate --bound` solves the same program
+     with the model's true speeds: its "fair" bound).  Each configuration
+     with a tenth of a quantum or more is a round of its fraction of the
+     epoch's length.  Why: one pairing in equal rounds gives no job its
+     share when every partner slows it below half - a C job beside an S
+     one kept 0.12 of its speed alone, half its gang share, in the
+     evaluation's 4-job mixes - and cannot give the surplus to the pairs
+     that make it; the program runs such a job alone part of the time and
+     puts an N job beside two others (the bound's own schedule on that
+     mix: total 1.133 -> 1.266, the fair bound 1.280).  The debt term
+     is what keeps a rate that noise overestimated from holding a job
+     below its share for good (5 % counter noise, latbound 4 medium: the
+     least-served job at 0.59 of its gang share without it, in the
+     prototype, 0.93 with it; docs/eval/issue24.md).
+     Where it does not apply - no counters (region speeds are against the
+     job's own best, not against alone), several islands, a pair still
+     untried, cosched built without GLPK - the matching stays; schedule =
+     matching keeps it always.
   6. An epoch runs to its end.  The engine asks for a new plan whenever a
      job's instance ends - also when it restarts at once under --window -
      which cuts the step in progress.  Paper 001's epoch is K quanta, so
@@ -397,7 +426,7 @@ local ageing = require "cosched.ageing"
 
 local pool = ageing.pool()              -- id -> its entry, refilled each plan
 local src, tr, k_param, split, pair_quanta, continue_epoch
-local complete, depart_fill, holes_any, round_age, used_threads, lone_any, alternate
+local complete, depart_fill, holes_any, round_age, used_threads, lone_any, alternate, fair_schedule
 -- the half each job of a pair got in its last pair round: 1 or 2 (halves = alternate)
 local half_of = {}
 -- pairing = measured: est[a][b] = { v =, n = }: job a's speed beside job b
@@ -487,6 +516,51 @@ local function value(a, b)
   if mixed and regions[a] then e = any[a] else e = est[a] and est[a][b] end
   if not e or e.n < confidence then return OPTIMISTIC end
   return e.v
+end
+
+-- schedule = fair (step 5 of the header): the epoch as time fractions over
+-- the configurations of the selected jobs `ids` - each pair folded, at the
+-- speeds measured beside each other, and each job alone, at 1 - from the
+-- fair linear program (cosched.fair_lp): every job at least 1/n of its
+-- progress alone plus a part of what the ledger says it is owed, the most
+-- progress in all.  Returns the rounds, or nil (an untried pair, a speed
+-- not measured against alone, no solver, no solution: the matching stays).
+local DEBT_EPOCHS = 4                   -- a debt is repaid over about this many epochs
+local function fair_rounds(ids, total, tq, order)
+  if not cosched.fair_lp then return nil end
+  local cfg, rates = {}, {}
+  for a = 1, #ids do
+    if tr.signal[ids[a]] ~= "ipc" then return nil end
+    local row = {}
+    for j = 1, #ids do row[j] = 0 end
+    row[a] = 1
+    cfg[#cfg + 1], rates[#rates + 1] = { ids[a] }, row
+    for b = a + 1, #ids do
+      local va, vb = value(ids[a], ids[b]), value(ids[b], ids[a])
+      if va == OPTIMISTIC or vb == OPTIMISTIC then return nil end
+      row = {}
+      for j = 1, #ids do row[j] = 0 end
+      row[a], row[b] = math.max(va, 0), math.max(vb, 0)
+      cfg[#cfg + 1], rates[#rates + 1] = order(ids[a], ids[b]), row
+    end
+  end
+  local floor, n = {}, #ids
+  for j, id in ipairs(ids) do
+    local owed = ledger and ledger.owed[id] or 0
+    floor[j] = 1 / n + math.min(math.max(owed, 0) / (DEBT_EPOCHS * total), 1 / n)
+  end
+  local x = cosched.fair_lp(rates, floor) or cosched.fair_lp(rates, 1 / n)
+  if not x then return nil end
+  local out, kept = {}, 0
+  for c = 1, #cfg do
+    if x[c] * total >= 0.1 * tq then kept = kept + x[c] end
+  end
+  for c = 1, #cfg do
+    if x[c] * total >= 0.1 * tq then
+      out[#out + 1] = { units = { cfg[c] }, gang = false, dur = total * x[c] / kept }
+    end
+  end
+  return out
 end
 
 -- does a round hold a pair whose estimate is not trusted yet (value: OPTIMISTIC)
@@ -632,6 +706,7 @@ return {
     region_progress = { default = "yes", help = "yes: without counters, CP from the job's OpenMP region throughput (regions per second against its own best of late) where its last step completed 8 or more regions, else from CPU time; no: CPU time only" },
     cpu_progress = { default = "yes", help = "yes: without counters, CP from CPU time, a job's CPU per core held against its own best of late (another process on its cores slows it); no: CP = 0 without counters" },
     halves = { default = "alternate", help = "alternate: a pair's member that had the second half of its cores last time gets the first; fixed: the older member first" },
+    schedule = { default = "fair", help = "at n = K: fair: the epoch's time shared among pairs and jobs alone by the fair linear program over the measured speeds (every job at least its gang share, the most progress in all); matching: one pairing in equal rounds" },
     round_time = { default = "equal", help = "at n = K (every job selected): equal rounds, or age: round durations in proportion to the rounds' ages" },
     threads = { default = "used", help = "used: a job gets as many cores as the threads it keeps busy (CPU time per step, job.team), with hysteresis; declared: job.threads" },
     w1 = { default = 1, help = "age weight of waiting time WT/(n TQ), > 0" },
@@ -688,6 +763,7 @@ return {
     depart_fill = choice("departures", "fill", "keep")
     holes_any = choice("holes", "any", "compatible")
     round_age = choice("round_time", "age", "equal")
+    fair_schedule = choice("schedule", "fair", "matching")
     alternate = choice("halves", "alternate", "fixed")
     half_of = {}
     used_threads = choice("threads", "used", "declared") and ageing.busy_threads() or nil
@@ -847,6 +923,23 @@ return {
             local even = total / #rounds
             r.dur = math.max(0.5 * even, math.min(1.5 * even, total * w[r] / wsum))
           end
+        end
+        -- schedule = fair: at n = K the fair program's time fractions over
+        -- pairs and jobs alone, once every pair of the selected jobs is measured
+        if fair_schedule and measured and not ctx.pending and #sel == #entries and D == 1 and #rounds >= 2 then
+          local ids, total, plain = {}, 0, true
+          for _, r in ipairs(rounds) do
+            plain = plain and not r.gang
+            total = total + r.dur
+            for _, u in ipairs(r.units) do
+              for _, id in ipairs(u) do ids[#ids + 1] = id end
+            end
+          end
+          local fr = plain and fair_rounds(ids, total, tq, function(a, b)
+            if alternate and turn(b) > turn(a) then return { b, a } end
+            return { a, b }
+          end)
+          if fr then rounds = fr end
         end
         epoch = (not ctx.pending) and { t0 = snap.now, rounds = rounds, member = member } or nil
       end
