@@ -612,7 +612,9 @@ EOF
     assert_contains "$stderr" "fair_lp floorlen error $COSCHED_SRCDIR/tests/policies/fairlp.lua:5: cosched.fair_lp: floor has 1 numbers, expected 2"
     assert_contains "$stderr" "fair_lp empty error $COSCHED_SRCDIR/tests/policies/fairlp.lua:5: cosched.fair_lp: rates is empty"
     assert_contains "$stderr" "fair_lp negfloor error $COSCHED_SRCDIR/tests/policies/fairlp.lua:5: cosched.fair_lp: floor is out of range"
-    assert_contains "$stderr" "fair_lp big error $COSCHED_SRCDIR/tests/policies/fairlp.lua:5: cosched.fair_lp: 300 configurations of 64 jobs, expected 1 to 64 jobs and at most 16384 rates"
+    assert_contains "$stderr" "fair_lp strfloor error $COSCHED_SRCDIR/tests/policies/fairlp.lua:5: cosched.fair_lp: floor is string, expected a number or a list of 2 numbers"
+    assert_contains "$stderr" "fair_lp notlist error $COSCHED_SRCDIR/tests/policies/fairlp.lua:5: cosched.fair_lp: rates[1] is number, expected a list of rates, one per job"
+    assert_contains "$stderr" "fair_lp big error $COSCHED_SRCDIR/tests/policies/fairlp.lua:5: cosched.fair_lp: 300 configurations of 64 jobs, expected 1 to 64 jobs and at most 1024 rates"
 }
 
 @test "simulate: flca at n = K - a job every partner slows runs alone part of the time, at its gang share; the total nears the fair bound" {

@@ -140,7 +140,7 @@ int cs_lp_bound(enum cs_lp_kind kind, int nj, int nc, const double *r, const dou
 int cs_lp_fair(int nj, int nc, const double *r, const double *floor_, double *x)
 {
     (void)nj, (void)nc, (void)r, (void)floor_, (void)x;
-    return -1;
+    return -2;
 }
 
 #endif

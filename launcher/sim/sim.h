@@ -164,7 +164,7 @@ void cs_sim_configs_free(struct cs_sim_config *c, int n);
  *   CS_LP_TOTAL   maximise sum_j y_j
  *   CS_LP_FAIR    maximise sum_j y_j subject to y_j >= floor[j] for every j
  *   CS_LP_MAXMIN  maximise t subject to y_j >= t for every j
- * 0 with *value, x[nc] and y[nj] set; -1 after cs_err() when infeasible, the solver
+ * 0 with *value, x[nc] and y[nj] set; < 0 after cs_err() when infeasible, the solver
  * fails or there is no GLPK (cs_lp_available() says so first, with why).  cs_lp_fair:
  * CS_LP_FAIR for cosched.fair_lp, silent: -1 infeasible, -2 otherwise; x[nc] set.
  */

@@ -16,7 +16,7 @@ policy is
   --policy flca:ageing=fop:select=oldest:pairing=lca
 
 By default flca keeps F-LCA's three parts - folding, pairs chosen against
-contention, ageing by lost progress - and takes two decisions from
+contention, ageing by lost progress - and takes these decisions from
 measurement instead of from the classes:
   ageing = progress   a job's age is the progress it is short of against
                       plain gang ("Progress ageing" below), not FOP's rates;
@@ -27,15 +27,18 @@ measurement instead of from the classes:
                       beside each other, learnt per pair of jobs, trusted
                       after one sample (confidence = 1; "Measured pairing");
                       a pair LCA forbids only when one of its members has
-                      given a speed.
+                      given a speed;
+  schedule = fair     when every ready job runs in the epoch (n = K), its
+                      time shared among pairs and jobs alone by the fair
+                      linear program over their measured speeds ("The
+                      fair schedule", step 5).
 Measured (EVALUATION.md, "A second seed"; docs/eval/issue24.md, "The
 defaults"): in the simulator, both model readings (paper001: S apps
 bandwidth-bound, the calibrated model; latbound: the latency-bound
 what-if) and paper 004's matrix, two seeds, 44 cells, the defaults' mean
-of mix means is at or above tft's with paired wins >= losses in 43 cells
-(the 44th: paper001 4 high+N, seed 1, mean 1.214 against 1.180 but W-L
-5-6: the characterization's quanta and the pair tries, traced in
-docs/eval/issue24.md; with every window three times as long, 7-1), paper 001's F-LCA's in about a third; at 8 jobs,
+of mix means is at or above tft's with paired wins >= losses in all 44
+(before the fair schedule, below, in 43: paper001 4 high+N seed 1 was W-L
+5-6, now 12-3; docs/eval/issue24.md), paper 001's F-LCA's in about a third; at 8 jobs,
 medium and high contention, IQR 0.06-0.23, 0.92-0.96 of the fair bound,
 the least-served job at 0.79 of the max-min bound or more; paper001 8
 high 1.04 of gang (tft 1.02, paper 001's F-LCA 1.01; the fair bound is
@@ -275,15 +278,18 @@ Plan, every epoch:
      default (equal) gives each round pair_quanta quanta.  The fair
      schedule below, where it applies, takes the place of both.
   The fair schedule (schedule = fair, the default): when every ready job
-     is selected (n = K) on one island (D = 1), no job is gang-only, no
-     characterization is pending, every selected job's speed is measured
-     against alone (tr.signal "ipc": counters) and every pair of them has
-     an estimate, the epoch is not one pairing in equal rounds but the time
+     is selected (n = K) in two rounds or more (four jobs or more: at
+     K = 2 the one pair round stays) on one island (D = 1), pairing is
+     measured, no job is gang-only, no characterization is pending, every
+     selected job's speed is measured against alone (tr.signal "ipc":
+     counters), every pair of them has an estimate, and they are at most
+     12 (cosched.fair_lp's bound of 1024 rates), the epoch is not one pairing in equal rounds but the time
      fractions of the fair linear program (cosched.fair_lp, GLPK) over
      every pair folded (its members at their est beside each other) and
      every job alone on the whole budget (at 1): every job at least 1/n of
      its progress alone - its gang share - plus its debt in the ledger
-     spread over DEBT_EPOCHS = 4 epochs (at most another 1/n), and the most
+     (ageing = progress) spread over DEBT_EPOCHS = 4 epochs (at most
+     another 1/n), and the most
      progress in all (`cosched simulate --bound` solves the same program
      with the model's true speeds: its "fair" bound).  Each configuration
      with a tenth of a quantum or more is a round of its fraction of the
@@ -297,7 +303,12 @@ Plan, every epoch:
      is what keeps a rate that noise overestimated from holding a job
      below its share for good (5 % counter noise, latbound 4 medium: the
      least-served job at 0.59 of its gang share without it, in the
-     prototype, 0.93 with it; docs/eval/issue24.md).
+     prototype, 0.93 with it; docs/eval/issue24.md).  Two things it does
+     not yet do: the ledger credits a job's CPU time in a plan at the
+     speed of the plan's last step, so the debt reads a job that ran alone
+     and paired in one epoch at one of the two speeds; and the halves a
+     pair of the program's rounds gets follow halves = alternate's record
+     of the matching, not of those rounds.
      Where it does not apply - no counters (region speeds are against the
      job's own best, not against alone), several islands, a pair still
      untried, cosched built without GLPK - the matching stays; schedule =
@@ -527,7 +538,8 @@ end
 -- not measured against alone, no solver, no solution: the matching stays).
 local DEBT_EPOCHS = 4                   -- a debt is repaid over about this many epochs
 local function fair_rounds(ids, total, tq, order)
-  if not cosched.fair_lp then return nil end
+  -- the library's bound: 1024 rates (n (n + 1) / 2 configurations of n jobs)
+  if not cosched.fair_lp or #ids * (#ids + 1) // 2 * #ids > 1024 then return nil end
   local cfg, rates = {}, {}
   for a = 1, #ids do
     if tr.signal[ids[a]] ~= "ipc" then return nil end

@@ -30,6 +30,8 @@ return { api = 1, name = "fairlp", description = "test: cosched.fair_lp's answer
         show("floorlen", { { 1, 0 } }, { 1 })
         show("empty", {}, 0.5)
         show("negfloor", { { 1, 0 } }, -1)
+        show("strfloor", { { 1, 0 } }, "0.5")
+        show("notlist", { 5 }, 0.5)
         local big = {}
         for c = 1, 300 do
           local row = {}
