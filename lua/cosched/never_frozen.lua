@@ -108,6 +108,13 @@ local function with_kept(st, kept, r)
   return out
 end
 
+-- A shallow copy through pairs (the snapshot's read-only tables answer it).
+local function copy(t)
+  local out = {}
+  for k, v in pairs(t) do out[k] = v end
+  return out
+end
+
 -- The topology `topo` cut to the CPUs of the set `keep`, as the engine cuts
 -- the node's to the managed CPUs (cosched-policy(7) SNAPSHOT): cores and
 -- LLCs holding none of them are left out and the others numbered from 1
@@ -119,11 +126,6 @@ local function cut_topology(topo, keep)
     for _, c in ipairs(list or {}) do
       if keep[c] then out[#out + 1] = c end
     end
-    return out
-  end
-  local function copy(t)
-    local out = {}
-    for k, v in pairs(t) do out[k] = v end
     return out
   end
   local llcs, renumbered = {}, {}
@@ -182,8 +184,7 @@ function M.plan(policy_plan, snap)
   end
   local r = M.share(snap, #all, #kept, threads, homes)
   if #r == 0 then return policy_plan(snap) end    -- one core: nothing to keep apart
-  local view = {}
-  for k, v in pairs(snap) do view[k] = v end
+  local view = copy(snap)
   view.cpus = cpus.minus(snap.cpus, r)
   view.jobs = others
   if snap.topology then view.topology = cut_topology(snap.topology, cpus.set(view.cpus)) end
