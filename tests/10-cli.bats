@@ -96,17 +96,17 @@ bad_jobs() {
     # the first cpu cosched may use: a set smaller than the default on a machine of two or more
     local c0
     c0=$(awk '/^Cpus_allowed_list/ { print $2 }' /proc/self/status | cut -d, -f1 | cut -d- -f1)
-    run "$COSCHED" run -p gang -t 50ms -c "$c0" -w 0.3s --trace short.jsonl -- sh -c 'grep Cpus_allowed_list /proc/self/status'
+    run "$COSCHED" run -p gang -t 50ms -c "$c0" -w 2s --trace short.jsonl -- sh -c 'grep Cpus_allowed_list /proc/self/status'
     echo "$output"
     [ "$status" -eq 0 ]
     assert_contains "$output" "Cpus_allowed_list:	$c0"
-    run "$COSCHED" run --policy gang --quantum 50ms --cpus "$c0" --window 0.3s --trace long.jsonl -- sh -c 'grep Cpus_allowed_list /proc/self/status'
+    run "$COSCHED" run --policy gang --quantum 50ms --cpus "$c0" --window 2s --trace long.jsonl -- sh -c 'grep Cpus_allowed_list /proc/self/status'
     [ "$status" -eq 0 ]
     assert_equal "$(head -1 short.jsonl)" "$(head -1 long.jsonl)" "run line of the short forms"
     python3 - short.jsonl "$c0" <<'PY'
 import json, sys
 run = json.loads(open(sys.argv[1]).readline())
-want = {"type": "run", "policy": "gang", "quantum": 0.05, "window": 0.3, "cpus": sys.argv[2]}
+want = {"type": "run", "policy": "gang", "quantum": 0.05, "window": 2, "cpus": sys.argv[2]}
 assert all(run[k] == v for k, v in want.items()), run
 PY
     # grouped letters, the argument attached: -qc0 is --quiet --cpus 0
